@@ -1,0 +1,102 @@
+"""Baseline agents that do not learn: ``random`` (uniform over legal actions) and ``scripted`` (a ball tracker for
+Breakout and Pong). Training one records how it plays, so its curve sits beside the learners' in TensorBoard."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import llm_gym
+from llm_gym.agent import Agent, AgentConfig, EnvConfig, Policy
+from llm_gym.callbacks import Callback, should_stop
+from llm_gym.errors import UnsupportedEnvError
+from llm_gym.evaluation import Stopwatch, run_episodes
+from llm_gym.runs import Run
+from llm_gym.stats import mean_ci95
+
+
+class RandomPolicy:
+    """Uniform over each env's legal actions."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
+        return [int(self.rng.choice(np.asarray(info["legal_actions"]))) for info in infos]
+
+
+class ScriptedPolicy:
+    """Follows the game's hand-written heuristic (``AtariGame.scripted_action``) on the decoded game state."""
+
+    def __init__(self, env: EnvConfig) -> None:
+        probe = env.make()
+        try:
+            game = getattr(probe.unwrapped, "game", None)
+            if game is None or not hasattr(game, "scripted_action"):
+                raise UnsupportedEnvError(
+                    f"the scripted agent knows Breakout and Pong only, not {env.env_id}; try --agent random"
+                )
+            ale_names = probe.unwrapped.ale_action_names
+        finally:
+            probe.close()
+        self.game = game
+        self.action_of = {name: i for i, name in enumerate(ale_names)}
+
+    def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
+        return [self.action_of[self.game.scripted_action(info["game_state"])] for info in infos]
+
+
+class BaselineAgent(Agent):
+    """Shared by the baselines: ``train`` plays episodes until ``total_steps`` and logs their returns."""
+
+    learns = False
+
+    def train(self, env: EnvConfig, run: Run, callbacks: Sequence[Callback] = ()) -> dict[str, Any]:
+        config = self.config
+        policy = self.policy(env)
+        for callback in callbacks:
+            callback.on_training_start(env.env_id, config, 0)
+        steps, returns, clock = 0, [], Stopwatch()
+        while steps < config.total_steps:
+            (episode,) = run_episodes(
+                policy, env, 1, seed=config.seed + len(returns), max_steps=config.total_steps - steps
+            )
+            steps += episode.length
+            returns.append(episode.episode_return)
+            run.log_scalars(steps, {"charts/episodic_return": episode.episode_return, "charts/episodic_length": episode.length})
+            if should_stop([c.on_evaluation(steps, [episode.episode_return]) for c in callbacks]):
+                break
+        mean, ci = mean_ci95(returns)
+        summary = {
+            "agent": self.name, "env_id": env.env_id, "env_steps": steps, "episodes": len(returns),
+            "mean_return": mean, "ci95": ci, "returns": returns, "steps_per_second": clock.rate(steps),
+        }
+        run.write_summary(summary)
+        for callback in callbacks:
+            callback.on_training_end(steps, summary)
+        return summary
+
+
+class RandomAgent(BaselineAgent):
+    name = "random"
+    description = "Uniformly random legal actions (a floor for every env)."
+
+    def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
+        return RandomPolicy(self.config.seed)
+
+
+class ScriptedAgent(BaselineAgent):
+    name = "scripted"
+    description = "Hand-written ball tracker for Breakout and Pong (a ceiling for simple learners)."
+
+    def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
+        return ScriptedPolicy(env)
+
+
+@llm_gym.hookimpl
+def register_agents(register) -> None:
+    register(RandomAgent)
+    register(ScriptedAgent)

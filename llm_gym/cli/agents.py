@@ -1,0 +1,44 @@
+"""``llm-gym agents``: the registered agents, or one agent's config fields."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from llm_gym.cli.common import JsonOption, cli_errors, console, print_json
+from llm_gym.config import config_table
+from llm_gym.plugins import agent_owner, agents, get_agent
+
+
+@cli_errors
+def agents_command(
+    name: str = typer.Argument(None, help="Show this agent's config fields (what --set takes)."),
+    as_json: JsonOption = False,
+) -> None:
+    """List agents, or show the config of one."""
+    if name is not None:
+        cls = get_agent(name)
+        rows = config_table(cls.Config)
+        if as_json:
+            print_json([{"key": k, "type": t, "default": v, "doc": d} for k, t, v, d in rows])
+            return
+        table = Table("key", "type", "default", "doc", title=f"{name}: {cls.description}")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+        return
+    listing = [
+        {"name": n, "plugin": agent_owner(n), "learns": c.learns, "description": c.description}
+        for n, c in sorted(agents().items())
+    ]
+    if as_json:
+        print_json(listing)
+        return
+    table = Table("name", "plugin", "learns", "description", title=f"{len(listing)} agents")
+    for item in listing:
+        table.add_row(item["name"], item["plugin"], "yes" if item["learns"] else "no", item["description"])
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("agents")(agents_command)

@@ -1,0 +1,104 @@
+"""``llm-gym play``: play episodes with an agent (fresh or from a checkpoint) and report returns with a 95% CI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from llm_gym.agent import EnvConfig, load_policy
+from llm_gym.cli.common import (
+    ConfigOption,
+    EnvArgOption,
+    JsonOption,
+    ModelOption,
+    SeedOption,
+    SetOption,
+    cli_errors,
+    console,
+    parse_env_args,
+    print_json,
+    resolve_config,
+)
+from llm_gym.envs.catalog import env_spec
+from llm_gym.errors import ConfigError
+from llm_gym.evaluation import Stopwatch, run_episodes
+from llm_gym.plugins import get_agent
+from llm_gym.stats import mean_ci95
+
+
+@cli_errors
+def play(
+    env: Annotated[str | None, typer.Option("--env", "-e", help="Env id (default: the checkpoint's env).")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", "-a", help="Agent name (see `llm-gym agents`).")] = None,
+    checkpoint: Annotated[Path | None, typer.Option("--checkpoint", "-c", help="Play a trained checkpoint.")] = None,
+    episodes: Annotated[int, typer.Option("--episodes", "-n", min=1, help="Episodes to play.")] = 5,
+    seed: SeedOption = None,
+    num_envs: Annotated[int, typer.Option("--num-envs", min=1, help="Envs stepped in lockstep (batched).")] = 1,
+    max_steps: Annotated[int | None, typer.Option("--max-steps", help="Cut each episode after this many steps.")] = None,
+    video: Annotated[Path | None, typer.Option("--video", help="Record the first episode to this mp4.")] = None,
+    model: ModelOption = None,
+    sets: SetOption = None,
+    config_file: ConfigOption = None,
+    env_args: EnvArgOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Play EPISODES episodes and print each return and the mean with a 95% confidence interval."""
+    env_kwargs = parse_env_args(env_args)
+    if checkpoint is not None:
+        if agent is not None:
+            raise ConfigError("give --agent or --checkpoint, not both (a checkpoint knows its agent)")
+        policy, agent_obj = load_policy(checkpoint, EnvConfig(env, env_kwargs) if env else None)
+        agent_name, env_id = agent_obj.name, env or _checkpoint_env(checkpoint)
+    else:
+        if agent is None or env is None:
+            raise ConfigError("play needs --agent NAME and --env ID (or --checkpoint DIR)")
+        env_spec(env)
+        agent_cls = get_agent(agent)
+        config = resolve_config(agent_cls.Config, config_file=config_file, sets=sets, model=model, seed=seed)
+        policy = agent_cls(config).policy(EnvConfig(env, env_kwargs))
+        agent_name, env_id = agent, env
+    env_config = EnvConfig(env_id, env_kwargs)
+    clock = Stopwatch()
+    results = run_episodes(
+        policy, env_config, episodes, seed=seed or 0, num_envs=num_envs, max_steps=max_steps, video_path=video
+    )
+    returns = [r.episode_return for r in results]
+    mean, ci = mean_ci95(returns)
+    steps = sum(r.length for r in results)
+    report = {
+        "agent": agent_name,
+        "env_id": env_id,
+        "episodes": [
+            {"seed": r.seed, "return": r.episode_return, "length": r.length, "truncated": r.truncated,
+             "invalid_actions": r.invalid_actions}
+            for r in results
+        ],
+        "mean_return": mean,
+        "ci95": ci,
+        "steps": steps,
+        "steps_per_second": clock.rate(steps),
+        "video": str(video) if video else None,
+    }
+    if as_json:
+        print_json(report)
+        return
+    table = Table("episode", "seed", "return", "length", title=f"{agent_name} on {env_id}")
+    for i, r in enumerate(results):
+        table.add_row(str(i), str(r.seed), f"{r.episode_return:g}", str(r.length) + (" (cut)" if r.truncated else ""))
+    console.print(table)
+    console.print(f"mean return {mean:.2f} ± {ci:.2f} (95% CI, n={len(returns)}), {report['steps_per_second']:.0f} steps/s")
+    if video:
+        console.print(f"video: {video}")
+
+
+def _checkpoint_env(checkpoint: Path) -> str:
+    from llm_gym.runs import Run, find_run_dir
+
+    return Run.open(find_run_dir(checkpoint)).read_config()["env_id"]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("play")(play)

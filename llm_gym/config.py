@@ -1,0 +1,195 @@
+"""Agent configs are frozen dataclasses with a docstring under each field; this module reads and overrides them.
+
+The docstrings are the only help text: :func:`field_docs` reads them from the source, the CLI shows them, and
+``--set key=value`` / ``--config file.toml`` go through :func:`apply_overrides`, which names the valid keys when a
+key is wrong and the expected type when a value is.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import inspect
+import json
+import textwrap
+import tomllib
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from llm_gym.errors import ConfigError, suggest
+
+C = TypeVar("C")
+
+
+@functools.cache
+def field_docs(cls: type) -> dict[str, str]:
+    """``{field: docstring}`` for a dataclass and its bases, read from the string literal under each field."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not dataclasses.is_dataclass(klass):
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+        for node, following in zip(body, body[1:], strict=False):
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and isinstance(following, ast.Expr)
+                and isinstance(following.value, ast.Constant)
+                and isinstance(following.value.value, str)
+            ):
+                docs[node.target.id] = inspect.cleandoc(following.value.value)
+    return docs
+
+
+def config_table(config: Any) -> list[tuple[str, str, str, str]]:
+    """(name, type, value, doc) for every field of a config instance or class."""
+    cls = config if isinstance(config, type) else type(config)
+    hints = typing.get_type_hints(cls)
+    docs = field_docs(cls)
+    rows = []
+    for f in dataclasses.fields(cls):
+        if isinstance(config, type):
+            value = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        else:
+            value = getattr(config, f.name)
+        rows.append((f.name, _type_name(hints[f.name]), repr(value), docs.get(f.name, "")))
+    return rows
+
+
+def parse_assignments(items: Iterable[str], what: str = "--set") -> dict[str, str]:
+    """``["a=1", "b=x"]`` -> ``{"a": "1", "b": "x"}``; a malformed item raises with the expected shape."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"{what} expects key=value, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """Read a TOML or JSON config file into a dict (a resolved ``config.json`` of a run works too)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {str(path)!r} does not exist")
+    try:
+        if path.suffix == ".json":
+            data = json.loads(path.read_text())
+        else:
+            data = tomllib.loads(path.read_text())
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {str(path)!r}: {exc}") from exc
+    # A run's config.json nests the agent config under "config".
+    if isinstance(data.get("config"), dict) and "agent" in data:
+        data = data["config"]
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {str(path)!r} must hold a table of key = value pairs")
+    return data
+
+
+def apply_overrides(config: C, overrides: Mapping[str, Any], source: str = "--set") -> C:
+    """A copy of ``config`` with ``overrides`` applied; strings are converted to each field's type."""
+    cls = type(config)
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    changes: dict[str, Any] = {}
+    for key, raw in overrides.items():
+        if key not in names:
+            close = suggest(key, names)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise ConfigError(f"{source}: unknown key {key!r} for {cls.__name__}{hint} Valid keys: {', '.join(names)}")
+        try:
+            changes[key] = coerce(raw, hints[key])
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{source}: {key}={raw!r} is not a valid {_type_name(hints[key])} ({exc})") from exc
+    try:
+        return dataclasses.replace(config, **changes)  # type: ignore[type-var]
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{source}: {exc}") from exc
+
+
+def to_dict(config: Any) -> dict[str, Any]:
+    """A JSON-ready dict of a config (tuples become lists)."""
+    return json.loads(json.dumps(dataclasses.asdict(config), default=str))
+
+
+def from_dict(cls: type[C], data: Mapping[str, Any], source: str = "config") -> C:
+    """Build a config from a dict such as a run's saved ``config.json``."""
+    return apply_overrides(cls(), data, source=source)
+
+
+def coerce(value: Any, annotation: Any) -> Any:
+    """Convert ``value`` (a CLI string or a parsed TOML/JSON value) to ``annotation``."""
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
+            if type(None) in args:
+                return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return coerce(value, arg)
+            except (TypeError, ValueError) as exc:
+                errors.append(str(exc))
+        raise ValueError("; ".join(errors))
+    if origin is typing.Literal:
+        for choice in args:
+            if value == choice or str(value) == str(choice):
+                return choice
+        raise ValueError(f"choose one of {', '.join(map(str, args))}")
+    if origin in (tuple, list):
+        items = value
+        if isinstance(value, str):
+            items = json.loads(value) if value.strip().startswith("[") else [v for v in value.split(",") if v.strip()]
+        if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+            return tuple(coerce(v, args[0]) for v in items)
+        if origin is tuple and args:
+            if len(items) != len(args):
+                raise ValueError(f"expected {len(args)} values")
+            return tuple(coerce(v, a) for v, a in zip(items, args, strict=True))
+        return origin(coerce(v, args[0]) if args else v for v in items)
+    if origin is dict or annotation is dict:
+        if isinstance(value, str):
+            value = json.loads(value)
+        if not isinstance(value, dict):
+            raise ValueError("expected a table / JSON object")
+        return dict(value)
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+        lowered = str(value).lower()
+        if lowered in ("1", "true", "yes", "on"):
+            return True
+        if lowered in ("0", "false", "no", "off"):
+            return False
+        raise ValueError("expected true or false")
+    if annotation is int:
+        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+            raise ValueError("expected an integer")
+        return int(float(value)) if isinstance(value, str) and "e" in value.lower() else int(value)
+    if annotation is float:
+        return float(value)
+    if annotation is str:
+        return str(value)
+    if annotation is Any:
+        return value
+    if isinstance(annotation, type) and isinstance(value, annotation):
+        return value
+    raise TypeError(f"cannot convert to {_type_name(annotation)}")
+
+
+def _type_name(annotation: Any) -> str:
+    if isinstance(annotation, type):
+        return annotation.__name__
+    return str(annotation).replace("typing.", "")

@@ -1,0 +1,18 @@
+"""Every environment id llm-gym provides is registered here, and only here.
+
+Importing :mod:`llm_gym` runs this module, so ``gym.make("LLMBreakout-v0")`` works after ``import llm_gym`` and
+``gym.register_envs(llm_gym)``. Entry points are strings: nothing heavy is imported until an env is made.
+"""
+
+from __future__ import annotations
+
+from gymnasium.envs.registration import register
+
+ATARI_GAMES = {"Breakout": "breakout", "Pong": "pong"}
+ATARI_MODES = {"text": "AtariTextEnv", "ascii": "AtariAsciiEnv", "vision": "AtariVisionEnv"}
+
+for _title, _game in ATARI_GAMES.items():
+    for _mode, _cls in ATARI_MODES.items():
+        register(id=f"LLM{_title}-{_mode}-v0", entry_point=f"llm_gym.envs.atari.views:{_cls}", kwargs={"game": _game})
+    # The id without a mode is the text mode.
+    register(id=f"LLM{_title}-v0", entry_point="llm_gym.envs.atari.views:AtariTextEnv", kwargs={"game": _game})

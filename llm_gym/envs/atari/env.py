@@ -1,0 +1,187 @@
+"""The Atari env every observation mode shares: one real ALE game underneath, ALE v5 semantics by default.
+
+A mode (text, ASCII, vision) is a small subclass in :mod:`llm_gym.envs.atari.views` that sets its own
+``observation_space`` and ``_observe``. Everything else (dynamics, reward, shaping, task ids, info) lives here, so
+scores compare across modes and with the Atari literature.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+from ale_py.env import AtariEnv
+
+from llm_gym.envs.atari.breakout import Breakout
+from llm_gym.envs.atari.game import AtariGame
+from llm_gym.envs.atari.pong import Pong
+from llm_gym.errors import UnknownNameError
+
+GAMES: dict[str, type[AtariGame]] = {"breakout": Breakout, "pong": Pong}
+
+
+@dataclass(frozen=True)
+class AtariSnapshot:
+    """Everything needed to put an env back where it was (emulator, RNG, decoded state)."""
+
+    ale_state: Any
+    game_state: Any
+    potential: float
+    task_id: int
+
+
+class AtariLLMEnv(gym.Env):
+    """One ALE game with LLM-friendly observations.
+
+    Args:
+        game: ``breakout`` or ``pong``.
+        frameskip: emulator frames per step (ALE v5: 4).
+        repeat_action_probability: sticky-action probability (ALE v5: 0.25).
+        full_action_space: use all 18 Atari actions instead of the game's minimal set.
+        max_num_frames_per_episode: truncate after this many emulator frames (ALE v5: 108000).
+        reward_shaping: coefficient of potential-based shaping (paddle-ball alignment); 0 turns it off.
+        shaping_gamma: discount in the shaping term ``coef * (gamma * phi(s') - phi(s))``.
+        render_mode: ``rgb_array`` (the emulator frame) or ``ansi`` (the observation text).
+        rows, cols: size of the ASCII grid the game draws (used by the ASCII view; kept small elsewhere).
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array", "ansi"], "render_fps": 15}
+
+    def __init__(
+        self,
+        game: str = "breakout",
+        *,
+        frameskip: int = 4,
+        repeat_action_probability: float = 0.25,
+        full_action_space: bool = False,
+        max_num_frames_per_episode: int | None = 108_000,
+        reward_shaping: float = 0.0,
+        shaping_gamma: float = 0.99,
+        render_mode: str | None = None,
+        rows: int = 24,
+        cols: int = 80,
+    ) -> None:
+        if game not in GAMES:
+            raise UnknownNameError("Atari game", game, GAMES)
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
+        self.game = GAMES[game](rows, cols)
+        self.render_mode = render_mode
+        self.reward_shaping = float(reward_shaping)
+        self.shaping_gamma = float(shaping_gamma)
+        self._ale_env = AtariEnv(
+            game,
+            obs_type="ram",
+            frameskip=frameskip,
+            repeat_action_probability=repeat_action_probability,
+            full_action_space=full_action_space,
+            max_num_frames_per_episode=max_num_frames_per_episode,
+        )
+        self.ale = self._ale_env.ale
+        ale_names = self._ale_env.get_action_meanings()
+        self.ale_action_names: tuple[str, ...] = tuple(ale_names)
+        self.action_space = gym.spaces.Discrete(len(ale_names))
+        self.action_names: tuple[str, ...] = tuple(self.game.action_labels.get(n, n) for n in ale_names)
+        self.action_aliases: dict[str, int] = {n: i for i, n in enumerate(ale_names) if n not in self.action_names}
+        self.legal_actions: tuple[int, ...] = tuple(range(len(ale_names)))
+        self.noop_action = ale_names.index("NOOP")
+        self._mask = np.ones(len(ale_names), dtype=np.int8)
+        self._mask.setflags(write=False)
+        self._actions_line = "actions: " + ", ".join(f"{i} {n}" for i, n in enumerate(self.action_names))
+        self.instructions: str = self.game.instructions
+        self._tasks = [(m, d) for m in self.ale.getAvailableModes() for d in self.ale.getAvailableDifficulties()]
+        self.task_id = 0
+        self._state: Any = None
+        self._potential = 0.0
+
+    # -- the gymnasium API -------------------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        task_id = (options or {}).get("task_id", self.task_id)
+        if not 0 <= int(task_id) < len(self._tasks):
+            raise ValueError(
+                f"{self.game.title} has task ids 0..{len(self._tasks) - 1} (game mode x difficulty), got {task_id}"
+            )
+        self.task_id = int(task_id)
+        ram, ale_info = self._ale_env.reset(seed=seed)
+        if self.task_id:
+            mode, difficulty = self._tasks[self.task_id]
+            self.ale.setMode(mode)
+            self.ale.setDifficulty(difficulty)
+            self.ale.reset_game()
+            ram = self.ale.getRAM()
+        self._state = self.game.read(ram, None)
+        self._potential = self.game.potential(self._state)
+        return self._observe(self._state), self._info(self._state, 0.0, 0.0, ale_info)
+
+    def step(self, action: int) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        ram, raw, terminated, truncated, ale_info = self._ale_env.step(int(action))
+        self._state = self.game.read(ram, self._state)
+        reward = raw
+        if self.reward_shaping:
+            potential = 0.0 if terminated else self.game.potential(self._state)
+            reward = raw + self.reward_shaping * (self.shaping_gamma * potential - self._potential)
+            self._potential = potential
+        return self._observe(self._state), reward, terminated, truncated, self._info(self._state, raw, reward, ale_info)
+
+    def render(self) -> Any:
+        if self.render_mode == "rgb_array":
+            return self.ale.getScreenRGB()
+        if self.render_mode == "ansi":
+            return self.game.draw(self._state)
+        return None
+
+    def close(self) -> None:
+        self._ale_env.close()
+
+    # -- what a mode provides ----------------------------------------------------------------------------------
+
+    def _observe(self, state: Any) -> Any:
+        raise NotImplementedError
+
+    def describe(self, state: Any) -> str:
+        """The text description of ``state`` followed by the legal actions (what the text view shows)."""
+        return f"{self.game.describe(state)}\n{self._actions_line}"
+
+    # -- extras for agents -------------------------------------------------------------------------------------
+
+    @property
+    def ram(self) -> np.ndarray:
+        """The console's 128 bytes of RAM now (a copy)."""
+        return self.ale.getRAM().copy()
+
+    @property
+    def game_state(self) -> Any:
+        """The decoded game state after the last reset or step."""
+        return self._state
+
+    def clone_state(self) -> AtariSnapshot:
+        """Snapshot the emulator (RNG included) so a different action can be tried from here."""
+        return AtariSnapshot(self.ale.cloneState(include_rng=True), self._state, self._potential, self.task_id)
+
+    def restore_state(self, snapshot: AtariSnapshot) -> None:
+        """Return to a snapshot taken with :meth:`clone_state`."""
+        self.ale.restoreState(snapshot.ale_state)
+        self._state, self._potential, self.task_id = snapshot.game_state, snapshot.potential, snapshot.task_id
+
+    @property
+    def num_tasks(self) -> int:
+        """How many task ids this game has (game mode x difficulty)."""
+        return len(self._tasks)
+
+    def _info(self, state: Any, raw: float, reward: float, ale_info: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "legal_actions": self.legal_actions,
+            "action_names": self.action_names,
+            "action_mask": self._mask.copy(),
+            "raw_reward": raw,
+            "shaped_reward": reward,
+            "score": self.game.score(state),
+            "lives": ale_info["lives"],
+            "episode_frame_number": ale_info["episode_frame_number"],
+            "task_id": self.task_id,
+            "game_state": state,
+        }

@@ -1,0 +1,122 @@
+"""Pong: RAM map, text description, ASCII drawing, shaping potential and a ball tracker.
+
+RAM offsets (verified against the rendered frame in tests/envs/test_atari_ram.py): ball x = ram[49] - 49,
+ball y = ram[54] - 14 (ram[54] == 0: no ball in play), player (right, green) paddle top y = ram[51] - 13,
+CPU (left, orange) paddle top y = ram[50] - 15, scores ram[13] (CPU) and ram[14] (player). Paddles are 16 px tall;
+the player's paddle is at x=140..143, the CPU's at x=16..19. ALE's RIGHT moves the player's paddle up, LEFT down.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from llm_gym.envs.atari.game import AtariGame, sign, direction_words
+
+PADDLE_HEIGHT = 16
+PLAYER_X, CPU_X = 140, 16
+FIELD_TOP, FIELD_BOTTOM = 34, 194
+
+
+class PongState(NamedTuple):
+    """Pong as decoded from RAM; positions are screen pixels (x right, y down)."""
+
+    player_y: int
+    """Top of your (right) paddle."""
+    cpu_y: int
+    """Top of the CPU's (left) paddle."""
+    ball_x: int | None
+    ball_y: int | None
+    ball_dx: int
+    ball_dy: int
+    player_score: int
+    cpu_score: int
+
+    @property
+    def player_centre(self) -> float:
+        return self.player_y + PADDLE_HEIGHT / 2
+
+    @property
+    def score(self) -> int:
+        return self.player_score
+
+
+class Pong(AtariGame):
+    ale_name = "pong"
+    title = "Pong"
+    play_area = (0, 160, FIELD_TOP, FIELD_BOTTOM)
+    action_labels = {"RIGHT": "UP", "LEFT": "DOWN", "RIGHTFIRE": "UPFIRE", "LEFTFIRE": "DOWNFIRE"}
+    instructions = (
+        "You play Atari Pong against the computer. You control the right paddle and move it up and down to hit the "
+        "ball back; the computer plays the left paddle. You score a point when the ball gets past the computer, it "
+        "scores when the ball gets past you; the first to 21 wins. Positions are screen pixels: x grows to the "
+        "right (your paddle is at x=140), y grows downwards (the field is y=34..193; paddles are 16 px tall). "
+        "Actions: NOOP does nothing, UP and DOWN move your paddle, FIRE serves. "
+        "Keep your paddle level with the ball. Answer with exactly one action name."
+    )
+
+    def __init__(self, rows: int, cols: int) -> None:
+        super().__init__(rows, cols)
+        self._player_col = self.grid.col(PLAYER_X + 2)
+        self._cpu_col = self.grid.col(CPU_X + 2)
+
+    def read(self, ram: np.ndarray, previous: PongState | None) -> PongState:
+        ball_raw, ball_x_raw, player_raw, cpu_raw = int(ram[54]), int(ram[49]), int(ram[51]), int(ram[50])
+        in_play = ball_raw != 0
+        ball_x = ball_x_raw - 49 if in_play else None
+        ball_y = ball_raw - 14 if in_play else None
+        dx = dy = 0
+        if in_play and previous is not None and previous.ball_x is not None:
+            dx = sign(ball_x - previous.ball_x)
+            dy = sign(ball_y - previous.ball_y)
+        return PongState(
+            player_y=player_raw - 13,
+            cpu_y=cpu_raw - 15,
+            ball_x=ball_x,
+            ball_y=ball_y,
+            ball_dx=dx,
+            ball_dy=dy,
+            player_score=int(ram[14]),
+            cpu_score=int(ram[13]),
+        )
+
+    def describe(self, state: PongState) -> str:
+        head = f"you {state.player_score}, cpu {state.cpu_score}."
+        paddles = f"your paddle y={state.player_y}..{state.player_y + PADDLE_HEIGHT - 1}, cpu paddle y={state.cpu_y}."
+        if state.ball_x is None:
+            return f"{head} {paddles} no ball in play."
+        offset = round(state.ball_y + 2 - state.player_centre)
+        side = "below" if offset > 0 else "above" if offset < 0 else "level with"
+        return (
+            f"{head} {paddles} ball x={state.ball_x} y={state.ball_y} moving "
+            f"{direction_words(state.ball_dx, state.ball_dy)}, {abs(offset)} px {side} your paddle centre."
+        )
+
+    def draw_background(self, cells: np.ndarray) -> None:
+        cells[1, :] = cells[-1, :] = ord("-")
+        cells[2:-1, self.grid.col(80)] = ord(":")
+
+    def draw(self, state: PongState) -> str:
+        cells = self.canvas.clear()
+        cells[self.grid.row_span(state.player_y, state.player_y + PADDLE_HEIGHT), self._player_col] = ord("#")
+        cells[self.grid.row_span(state.cpu_y, state.cpu_y + PADDLE_HEIGHT), self._cpu_col] = ord("|")
+        if state.ball_x is not None:
+            cells[self.grid.row(state.ball_y + 2), self.grid.col(state.ball_x + 1)] = ord("o")
+        self.canvas.header(f"you {state.player_score} cpu {state.cpu_score}")
+        return self.canvas.render()
+
+    def potential(self, state: PongState) -> float:
+        if state.ball_x is None:
+            return 0.0
+        return -abs(state.ball_y + 2 - state.player_centre) / (FIELD_BOTTOM - FIELD_TOP)
+
+    def scripted_action(self, state: PongState) -> str:
+        if state.ball_x is None:
+            return "FIRE"
+        # Follow the ball while it comes towards us; otherwise wait in the middle of the field.
+        target = state.ball_y + 2 if state.ball_dx > 0 else (FIELD_TOP + FIELD_BOTTOM) / 2
+        offset = target - state.player_centre
+        if abs(offset) <= 4:
+            return "NOOP"
+        return "LEFT" if offset > 0 else "RIGHT"  # ALE names: RIGHT moves up

@@ -1,0 +1,39 @@
+"""What envs exist and how to make one with a helpful error: the CLI and the agents go through here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+import llm_gym.envs  # noqa: F401  (registers the ids)
+from llm_gym.errors import UnknownNameError
+
+_PREFIXES = ("LLMBreakout", "LLMPong", "OpenSpiel-", "Trace-")
+
+
+def env_ids() -> list[str]:
+    """Every env id llm-gym registers, sorted."""
+    return sorted(i for i in gym.registry if i.startswith(_PREFIXES))
+
+
+def env_spec(env_id: str) -> gym.envs.registration.EnvSpec:
+    """The registry entry of ``env_id``; unknown ids raise with the closest matches."""
+    if env_id not in gym.registry:
+        raise UnknownNameError("env", env_id, env_ids(), hint="Run `llm-gym envs` to list them.")
+    return gym.registry[env_id]
+
+
+def make(env_id: str, **kwargs: Any) -> gym.Env:
+    """``gym.make`` with a one-line, suggestion-carrying error for unknown ids."""
+    env_spec(env_id)
+    return gym.make(env_id, **kwargs)
+
+
+def env_family(env_id: str) -> str:
+    """``atari``, ``openspiel``, ``trace`` or ``other``: which subpackage implements the id."""
+    entry = str(env_spec(env_id).entry_point)
+    for family in ("atari", "openspiel", "trace"):
+        if f"llm_gym.envs.{family}" in entry:
+            return family
+    return "other"

@@ -1,0 +1,149 @@
+"""The plugin manager: loads the ``llm_gym`` entry-point group lazily and keeps what failed to load.
+
+Nothing is loaded at import time. :func:`get_plugin_manager` loads every entry point once; one that fails to import
+(or registers a broken hook) is recorded in :func:`plugin_failures` and skipped, so the rest keep working.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+from llm_gym import hookspecs
+from llm_gym.errors import UnknownNameError
+
+if TYPE_CHECKING:
+    from llm_gym.agent import Agent
+
+ENTRY_POINT_GROUP = "llm_gym"
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """One entry point of the ``llm_gym`` group and how loading it went."""
+
+    name: str
+    distribution: str
+    value: str
+    error: str | None = None
+
+    @property
+    def loaded(self) -> bool:
+        return self.error is None
+
+
+_loaded: list[PluginInfo] = []
+
+
+@functools.cache
+def get_plugin_manager() -> pluggy.PluginManager:
+    """The process-wide plugin manager with every loadable ``llm_gym`` entry point registered."""
+    manager = pluggy.PluginManager(hookspecs.PROJECT)
+    manager.add_hookspecs(hookspecs)
+    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        distribution = entry_point.dist.name if entry_point.dist else "?"
+        plugin = None
+        try:
+            plugin = entry_point.load()
+            manager.register(plugin, name=entry_point.name)
+            manager.check_pending()
+        except Exception as exc:  # a broken plugin must not take the others down
+            if plugin is not None and manager.is_registered(plugin):
+                manager.unregister(plugin)
+            _loaded.append(PluginInfo(entry_point.name, distribution, entry_point.value, f"{type(exc).__name__}: {exc}"))
+        else:
+            _loaded.append(PluginInfo(entry_point.name, distribution, entry_point.value))
+    return manager
+
+
+def reset_plugin_manager() -> None:
+    """Forget the loaded plugins (tests use this after installing a plugin in a fixture)."""
+    get_plugin_manager.cache_clear()
+    _loaded.clear()
+    agent_registry.cache_clear()
+    backend_registry.cache_clear()
+
+
+def plugins() -> list[PluginInfo]:
+    """Every entry point seen, loaded or not."""
+    get_plugin_manager()
+    return list(_loaded)
+
+
+def plugin_failures() -> list[str]:
+    """One line per plugin or registration that failed."""
+    get_plugin_manager()
+    lines = [f"plugin {p.name!r} from {p.distribution}: {p.error}" for p in _loaded if p.error]
+    return lines + list(agent_registry().conflicts) + list(backend_registry().conflicts)
+
+
+@dataclass
+class _Registry:
+    items: dict[str, Any]
+    owners: dict[str, str]
+    conflicts: list[str]
+
+
+def _collect(hook_name: str, key: Callable[..., tuple[str, Any]]) -> _Registry:
+    manager = get_plugin_manager()
+    registry = _Registry({}, {}, [])
+    for impl in getattr(manager.hook, hook_name).get_hookimpls():
+        owner = manager.get_name(impl.plugin) or "?"
+
+        def register(*args: Any, _owner: str = owner) -> None:
+            name, item = key(*args)
+            if name in registry.items:
+                registry.conflicts.append(
+                    f"{hook_name}: {name!r} from plugin {_owner!r} ignored; plugin {registry.owners[name]!r} has it"
+                )
+                return
+            registry.items[name], registry.owners[name] = item, _owner
+
+        try:
+            impl.function(register)
+        except Exception as exc:
+            registry.conflicts.append(f"{hook_name} of plugin {owner!r} failed: {type(exc).__name__}: {exc}")
+    return registry
+
+
+@functools.cache
+def agent_registry() -> _Registry:
+    """Agents by name, from every plugin's ``register_agents``."""
+    return _collect("register_agents", lambda cls: (cls.name, cls))
+
+
+@functools.cache
+def backend_registry() -> _Registry:
+    """LM backend factories by name, from every plugin's ``register_backends``."""
+    return _collect("register_backends", lambda name, factory: (name, factory))
+
+
+def agents() -> dict[str, type[Agent]]:
+    """Agent classes by name."""
+    return dict(agent_registry().items)
+
+
+def get_agent(name: str) -> type[Agent]:
+    """The agent class called ``name``; unknown names raise with the closest matches."""
+    found = agent_registry().items.get(name)
+    if found is None:
+        raise UnknownNameError("agent", name, agent_registry().items, hint="Run `llm-gym agents` to list them.")
+    return found
+
+
+def get_backend(name: str) -> Callable[..., Any]:
+    """The LM backend factory called ``name``; unknown names raise with the closest matches."""
+    found = backend_registry().items.get(name)
+    if found is None:
+        raise UnknownNameError("backend", name, backend_registry().items)
+    return found
+
+
+def agent_owner(name: str) -> str:
+    """The entry-point name of the plugin that registered agent ``name``."""
+    return agent_registry().owners.get(name, "?")
