@@ -45,7 +45,12 @@ def get_plugin_manager() -> pluggy.PluginManager:
     """The process-wide plugin manager with every loadable ``llm_gym`` entry point registered."""
     manager = pluggy.PluginManager(hookspecs.PROJECT)
     manager.add_hookspecs(hookspecs)
-    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+    # llm-gym's own plugins load first, so a third-party agent cannot silently take a built-in name.
+    entry_points = sorted(
+        importlib.metadata.entry_points(group=ENTRY_POINT_GROUP),
+        key=lambda ep: (ep.dist is None or ep.dist.name != "llm-gym", ep.name),
+    )
+    for entry_point in entry_points:
         distribution = entry_point.dist.name if entry_point.dist else "?"
         plugin = None
         try:
@@ -92,7 +97,13 @@ class _Registry:
 def _collect(hook_name: str, key: Callable[..., tuple[str, Any]]) -> _Registry:
     manager = get_plugin_manager()
     registry = _Registry({}, {}, [])
-    for impl in getattr(manager.hook, hook_name).get_hookimpls():
+    # Plugins register in load order (built-ins first within their distribution), so the first name wins.
+    order = [p.name for p in _loaded if p.loaded]
+    impls = sorted(
+        getattr(manager.hook, hook_name).get_hookimpls(),
+        key=lambda impl: order.index(name) if (name := manager.get_name(impl.plugin)) in order else len(order),
+    )
+    for impl in impls:
         owner = manager.get_name(impl.plugin) or "?"
 
         def register(*args: Any, _owner: str = owner) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 import gymnasium as gym
 
 import llm_gym.envs  # noqa: F401  (registers the ids)
-from llm_gym.errors import UnknownNameError
+from llm_gym.errors import ConfigError, UnknownNameError
 
 _PREFIXES = ("LLMBreakout", "LLMPong", "OpenSpiel-", "Trace-")
 
@@ -25,9 +25,15 @@ def env_spec(env_id: str) -> gym.envs.registration.EnvSpec:
 
 
 def make(env_id: str, **kwargs: Any) -> gym.Env:
-    """``gym.make`` with a one-line, suggestion-carrying error for unknown ids."""
+    """``gym.make`` with one-line errors: unknown ids get close matches, rejected keyword arguments are named."""
     env_spec(env_id)
-    return gym.make(env_id, **kwargs)
+    if not kwargs:
+        return gym.make(env_id)
+    try:
+        return gym.make(env_id, **kwargs)
+    except (TypeError, ValueError) as exc:
+        given = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+        raise ConfigError(f"{env_id} rejects {given}: {exc}") from exc
 
 
 def env_family(env_id: str) -> str:

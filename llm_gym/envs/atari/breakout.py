@@ -62,7 +62,8 @@ class BreakoutState(NamedTuple):
     ball_dy: int
     lives: int
     score: int
-    bricks: np.ndarray
+    bricks: tuple[tuple[bool, ...], ...]
+    """6 rows x 18 columns, row 0 at the top: True where a brick stands. Immutable, so states can share it."""
     bricks_left: int
 
     @property
@@ -92,7 +93,7 @@ class Breakout(AtariGame):
         self._brick_rows += 1  # row 0 is the header
         self._cell_bricks = overlap[cells].astype(np.float32)
         self._brick_bytes = b""
-        self._drawn_bricks: np.ndarray | None = None
+        self._drawn_bricks: tuple[tuple[bool, ...], ...] | None = None
         self._brick_chars = np.zeros(len(cells), dtype=np.uint8)
         self._paddle_row = self.grid.row(PADDLE_Y)
 
@@ -123,9 +124,9 @@ class Breakout(AtariGame):
         if previous is not None and brick_bytes == self._brick_bytes:
             bricks, left = previous.bricks, previous.bricks_left
         else:
-            bricks = read_bricks(ram)
-            bricks.setflags(write=False)
-            left = int(bricks.sum())
+            grid = read_bricks(ram)
+            bricks = tuple(tuple(row) for row in grid.tolist())
+            left = int(grid.sum())
             self._brick_bytes = brick_bytes
         return BreakoutState(
             paddle_x=int(ram[72]) - 47,
@@ -158,7 +159,7 @@ class Breakout(AtariGame):
     def draw(self, state: BreakoutState) -> str:
         cells = self.canvas.clear()
         if state.bricks is not self._drawn_bricks:  # the wall changes on few steps
-            standing = self._cell_bricks @ state.bricks.reshape(-1).astype(np.float32) > 0
+            standing = self._cell_bricks @ np.asarray(state.bricks, dtype=np.float32).reshape(-1) > 0
             self._brick_chars = np.where(standing, ord("#"), ord(" ")).astype(np.uint8)
             self._drawn_bricks = state.bricks
         cells[self._brick_rows, self._brick_cols] = self._brick_chars

@@ -1,7 +1,8 @@
 """Pong: RAM map, text description, ASCII drawing, shaping potential and a ball tracker.
 
 RAM offsets (verified against the rendered frame in tests/envs/test_atari_ram.py): ball x = ram[49] - 49,
-ball y = ram[54] - 14 (ram[54] == 0: no ball in play), player (right, green) paddle top y = ram[51] - 13,
+ball y = ram[54] - 14 (ram[54] == 0: no ball in play; the frame may draw it one line higher), player (right,
+green) paddle top y = ram[51] - 13 rounded down to an even line,
 CPU (left, orange) paddle top y = ram[50] - 15, scores ram[13] (CPU) and ram[14] (player). Paddles are 16 px tall;
 the player's paddle is at x=140..143, the CPU's at x=16..19. ALE's RIGHT moves the player's paddle up, LEFT down.
 """
@@ -71,7 +72,7 @@ class Pong(AtariGame):
             dx = sign(ball_x - previous.ball_x)
             dy = sign(ball_y - previous.ball_y)
         return PongState(
-            player_y=player_raw - 13,
+            player_y=(player_raw - 13) & ~1,  # the kernel draws this paddle from even lines only
             cpu_y=cpu_raw - 15,
             ball_x=ball_x,
             ball_y=ball_y,

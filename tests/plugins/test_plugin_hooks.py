@@ -1,0 +1,144 @@
+"""Plugins are discovered through the ``llm_gym`` entry-point group; broken ones are reported and skipped."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from llm_gym import hookspecs
+from llm_gym.cli import build_app
+from llm_gym.plugins import agents, get_agent, get_backend, plugin_failures, plugins
+
+AGENT_PLUGIN = """
+    from dataclasses import dataclass
+    import llm_gym
+    from llm_gym import Agent, AgentConfig
+
+    @dataclass(frozen=True, kw_only=True)
+    class EchoConfig(AgentConfig):
+        always: int = 0
+        \"\"\"The action this agent always takes.\"\"\"
+
+    class EchoPolicy:
+        def __init__(self, action):
+            self.action = action
+        def act(self, observations, infos):
+            return [self.action for _ in observations]
+
+    class EchoAgent(Agent):
+        name = "echo"
+        description = "Always the same action."
+        Config = EchoConfig
+        learns = False
+        def train(self, env, run, callbacks=()):
+            return run.write_summary({"env_steps": 0})
+        def policy(self, env, checkpoint=None):
+            return EchoPolicy(self.config.always)
+
+    @llm_gym.hookimpl
+    def register_agents(register):
+        register(EchoAgent)
+"""
+
+
+def test_register_agents_hook(install_plugin) -> None:
+    install_plugin("llm_gym_echo", AGENT_PLUGIN)
+    assert get_agent("echo").description == "Always the same action."
+    assert {"random", "scripted", "echo"} <= set(agents())
+    echo = [p for p in plugins() if p.name == "llm_gym_echo"][0]
+    assert echo.loaded and echo.distribution == "llm-gym-echo"
+    result = CliRunner().invoke(build_app(), ["play", "--agent", "echo", "--env", "LLMBreakout-text-v0",
+                                              "--episodes", "1", "--max-steps", "20", "--set", "always=1", "--json"])
+    assert result.exit_code == 0, result.output
+    assert '"agent": "echo"' in result.output
+
+
+def test_register_backends_hook(install_plugin) -> None:
+    install_plugin(
+        "llm_gym_backend",
+        """
+        import llm_gym
+
+        def make(model, **options):
+            return ("backend", model, options)
+
+        @llm_gym.hookimpl
+        def register_backends(register):
+            register("fake-engine", make)
+        """,
+    )
+    assert get_backend("fake-engine")("m", temperature=0) == ("backend", "m", {"temperature": 0})
+
+
+def test_register_commands_hook(install_plugin) -> None:
+    install_plugin(
+        "llm_gym_hello",
+        """
+        import llm_gym
+
+        @llm_gym.hookimpl
+        def register_commands(app):
+            @app.command("hello")
+            def hello(name: str = "world") -> None:
+                print(f"hello {name}")
+        """,
+    )
+    result = CliRunner().invoke(build_app(), ["hello", "--name", "gym"])
+    assert result.exit_code == 0 and "hello gym" in result.output
+
+
+def test_broken_plugin_is_reported_and_skipped(install_plugin) -> None:
+    install_plugin("llm_gym_broken", "raise ImportError('needs libfoo')\n")
+    failures = plugin_failures()
+    assert any("llm_gym_broken" in line and "needs libfoo" in line for line in failures)
+    assert "scripted" in agents(), "the other plugins keep working"
+    result = CliRunner().invoke(build_app(), ["plugins"])
+    assert result.exit_code == 0 and "failed" in result.output and "needs libfoo" in result.output
+
+
+def test_misspelled_hook_is_reported(install_plugin) -> None:
+    install_plugin(
+        "llm_gym_typo",
+        """
+        import llm_gym
+
+        @llm_gym.hookimpl
+        def register_agent(register):  # missing "s"
+            pass
+        """,
+    )
+    assert any("llm_gym_typo" in line and "register_agent" in line for line in plugin_failures())
+
+
+def test_duplicate_agent_name_is_reported(install_plugin) -> None:
+    install_plugin(
+        "llm_gym_dupe",
+        """
+        import llm_gym
+        from llm_gym.agents.baselines import RandomAgent
+
+        class Impostor(RandomAgent):
+            description = "another random"
+
+        @llm_gym.hookimpl
+        def register_agents(register):
+            register(Impostor)
+        """,
+    )
+    assert get_agent("random").description != "another random", "the first registration is kept"
+    assert any("'random'" in line and "llm_gym_dupe" in line for line in plugin_failures())
+
+
+def test_every_hook_has_a_test() -> None:
+    hooks = [name for name, _ in inspect.getmembers(hookspecs, inspect.isfunction) if name.startswith("register_")]
+    source = Path(__file__).read_text()
+    assert hooks
+    for hook in hooks:
+        assert f"def test_{hook}_hook" in source, f"hook {hook} has no test"
+
+
+def test_builtin_agents_come_through_entry_points() -> None:
+    names = {p.name: p for p in plugins()}
+    assert names["baselines"].distribution == "llm-gym" and names["baselines"].loaded

@@ -1,0 +1,112 @@
+"""The shared parser: model text -> action id. It never raises, whatever the text."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import llm_gym  # noqa: F401
+from llm_gym.actions import InvalidActionPolicy, TextActions, clean_answer, parse_action
+
+ATARI = ["NOOP", "FIRE", "RIGHT", "LEFT", "RIGHTFIRE", "LEFTFIRE"]
+
+
+@pytest.mark.parametrize(
+    ("text", "action", "method"),
+    [
+        ("RIGHT", 2, "name"),
+        ("  right. ", 2, "name"),
+        ("3", 3, "id"),
+        ("Action: LEFTFIRE", 5, "label"),
+        ("final answer = 1", 1, "label"),
+        ("I will press RIGHTFIRE now", 4, "mention"),
+        ("Move LEFT, then maybe RIGHT", 3, "mention"),
+        ("<think>RIGHT is tempting, but</think> LEFT", 3, "name"),
+        ("```\nFIRE\n```", 1, "name"),
+        ("Sure!\n```text\nNOOP\n```", 0, "name"),
+        ("I pick number 4", 4, "number"),
+        ("noo", 0, "prefix"),
+        ("ght", None, "none"),  # a substring of RIGHT and RIGHTFIRE: ambiguous
+        ("htf", 4, "substring"),
+        ("", None, "none"),
+        ("<think>never closed", None, "none"),
+        ("jump", None, "none"),
+        ("42", None, "none"),
+    ],
+)
+def test_parse_cases(text: str, action: int | None, method: str) -> None:
+    parsed = parse_action(text, ATARI)
+    assert (parsed.action, parsed.method) == (action, method)
+
+
+def test_prefix_must_be_unique() -> None:
+    assert parse_action("ri", ATARI).action is None, "RIGHT and RIGHTFIRE both start with ri"
+    assert parse_action("ri", ATARI[:4]).action == 2
+    assert parse_action("fir", ATARI).action == 1, "a unique prefix wins over an ambiguous substring"
+
+
+def test_ids_follow_the_legal_set() -> None:
+    names, legal = ["e4", "d4", "Nf3"], [12, 40, 77]
+    assert parse_action("40", names, legal).action == 40
+    assert parse_action("Nf3", names, legal).action == 77
+    assert parse_action("1", names, legal).action is None, "1 is not a legal id here"
+
+
+def test_names_win_over_ids_when_names_are_numbers() -> None:
+    # 2048-style games name actions with numbers that are not their ids.
+    assert parse_action("2", ["0", "1", "2"], [5, 6, 7]).action == 7
+
+
+def test_aliases() -> None:
+    assert parse_action("RIGHT", ["NOOP", "FIRE", "UP", "DOWN"], aliases={"RIGHT": 2}).action == 2
+
+
+def test_clean_answer() -> None:
+    assert clean_answer("<think>x</think>\n  A  \n B ") == "a b"
+    assert clean_answer("a ```py\nprint(1)\n``` b ```\nlast\n```") == "last"
+    assert clean_answer(123) == "123"
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    text=st.one_of(st.text(), st.binary().map(repr), st.integers().map(str), st.none(), st.floats()),
+    names=st.lists(st.text(max_size=12), max_size=8),
+)
+def test_parser_never_raises(text: object, names: list[str]) -> None:
+    legal = list(range(len(names)))
+    parsed = parse_action(text, names, legal)
+    assert parsed.action is None or parsed.action in legal
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    prefix=st.text(alphabet=st.characters(blacklist_categories=["L", "N"]), max_size=10),
+    index=st.integers(min_value=0, max_value=len(ATARI) - 1),
+)
+def test_a_name_alone_is_always_found(prefix: str, index: int) -> None:
+    assert parse_action(prefix + ATARI[index], ATARI).action == index
+
+
+def test_text_actions_wrapper_counts_and_penalises() -> None:
+    env = TextActions(gym.make("LLMBreakout-text-v0"), InvalidActionPolicy(fallback="noop", penalty=0.5))
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step("FIRE")
+    assert info["parsed_action"] == 1 and not info["invalid_action"] and reward == 0.0
+    _, reward, _, _, info = env.step("do a barrel roll")
+    assert info["invalid_action"] and info["parsed_action"] == 0 and reward == -0.5
+    _, _, _, _, info = env.step(None)
+    assert info["invalid_actions"] == 2
+    _, info = env.reset(seed=1)
+    assert info["invalid_actions"] == 0
+
+
+def test_text_actions_random_fallback_is_seeded() -> None:
+    def run() -> list[int]:
+        env = TextActions(gym.make("LLMBreakout-text-v0"), InvalidActionPolicy(fallback="random"))
+        env.reset(seed=5)
+        return [env.step("???")[4]["parsed_action"] for _ in range(20)]
+
+    first = run()
+    assert first == run() and len(set(first)) > 1

@@ -1,0 +1,81 @@
+"""Run directories: checkpoints are complete or absent, whatever moment a run dies at."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from llm_gym.errors import CheckpointError
+from llm_gym.runs import Run, find_run_dir
+
+
+def test_create_writes_the_resolved_config(tmp_path: Path) -> None:
+    run = Run.create("LLMPong-v0", "random", {"seed": 3, "total_steps": 10}, root=tmp_path, env_kwargs={"frameskip": 2})
+    assert run.path.parent == tmp_path and run.path.name.startswith("LLMPong-v0__random__3__")
+    saved = json.loads((run.path / "config.json").read_text())
+    assert saved == {"agent": "random", "env_id": "LLMPong-v0", "env_kwargs": {"frameskip": 2},
+                     "config": {"seed": 3, "total_steps": 10}}
+    with pytest.raises(CheckpointError, match="already holds a run"):
+        Run.create("LLMPong-v0", "random", {}, path=run.path)
+
+
+def test_checkpoints_are_atomic(tmp_path: Path) -> None:
+    run = Run.create("LLMPong-v0", "random", {}, path=tmp_path / "run")
+    with run.checkpoint(10) as directory:
+        (directory / "weights.bin").write_bytes(b"x" * 10)
+    with pytest.raises(RuntimeError), run.checkpoint(20) as directory:
+        (directory / "weights.bin").write_bytes(b"half")
+        raise RuntimeError("killed while writing")
+    assert [step for step, _ in run.checkpoints()] == [10]
+    assert run.latest_checkpoint() == run.checkpoints_dir / "step_10"
+    assert not list(run.checkpoints_dir.glob(".tmp-*"))
+    with run.checkpoint(30, name="best") as directory:
+        (directory / "weights.bin").write_bytes(b"best")
+    with run.checkpoint(40) as directory:
+        pass
+    run.prune_checkpoints(keep=1)
+    assert [step for step, _ in run.checkpoints()] == [40] and (run.checkpoints_dir / "best").is_dir()
+    assert find_run_dir(run.checkpoints_dir / "step_40") == run.path
+
+
+def test_sigkill_mid_checkpoint_leaves_the_previous_one(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        f"""
+        import time
+        from llm_gym.runs import Run
+        run = Run.create("LLMPong-v0", "random", {{}}, path={str(tmp_path / 'run')!r})
+        with run.checkpoint(1) as d:
+            (d / "w").write_text("complete")
+        with run.checkpoint(2) as d:
+            (d / "w").write_text("partial")
+            print("writing", flush=True)
+            time.sleep(60)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "writing"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    run = Run.open(tmp_path / "run")
+    assert run.latest_checkpoint().name == "step_1"
+    assert (run.latest_checkpoint() / "w").read_text() == "complete"
+    assert not list(run.checkpoints_dir.glob(".tmp-*")), "open() clears what the killed run left"
+
+
+def test_open_rejects_non_runs(tmp_path: Path) -> None:
+    with pytest.raises(CheckpointError, match="not a run directory"):
+        Run.open(tmp_path)
+
+
+def test_tensorboard_scalars(tmp_path: Path) -> None:
+    run = Run.create("LLMPong-v0", "random", {}, path=tmp_path / "run")
+    run.log_scalars(5, {"charts/episodic_return": 1.5})
+    run.close()
+    assert list((run.path / "tb").glob("events.out.tfevents.*"))
