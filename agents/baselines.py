@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 import llm_gym
-from llm_gym.agent import Agent, AgentConfig, EnvConfig, Policy
+from llm_gym.agent import Agent, EnvConfig, Policy
 from llm_gym.callbacks import Callback, should_stop
 from llm_gym.errors import UnsupportedEnvError
 from llm_gym.evaluation import Stopwatch, run_episodes
@@ -66,13 +66,21 @@ class BaselineAgent(Agent):
             )
             steps += episode.length
             returns.append(episode.episode_return)
-            run.log_scalars(steps, {"charts/episodic_return": episode.episode_return, "charts/episodic_length": episode.length})
+            run.log_scalars(
+                steps, {"charts/episodic_return": episode.episode_return, "charts/episodic_length": episode.length}
+            )
             if should_stop([c.on_evaluation(steps, [episode.episode_return]) for c in callbacks]):
                 break
         mean, ci = mean_ci95(returns)
         summary = {
-            "agent": self.name, "env_id": env.env_id, "env_steps": steps, "episodes": len(returns),
-            "mean_return": mean, "ci95": ci, "returns": returns, "steps_per_second": clock.rate(steps),
+            "agent": self.name,
+            "env_id": env.env_id,
+            "env_steps": steps,
+            "episodes": len(returns),
+            "mean_return": mean,
+            "ci95": ci,
+            "returns": returns,
+            "steps_per_second": clock.rate(steps),
         }
         run.write_summary(summary)
         for callback in callbacks:

@@ -180,7 +180,9 @@ class TextActions(gym.Wrapper):
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         legal = list(self._info["legal_actions"])
-        parsed = parse_action(action, self._info["action_names"], legal, getattr(self.unwrapped, "action_aliases", None))
+        parsed = parse_action(
+            action, self._info["action_names"], legal, getattr(self.unwrapped, "action_aliases", None)
+        )
         chosen, penalty = parsed.action, 0.0
         if chosen is None:
             self._invalid += 1

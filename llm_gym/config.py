@@ -81,10 +81,7 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist")
     try:
-        if path.suffix == ".json":
-            data = json.loads(path.read_text())
-        else:
-            data = tomllib.loads(path.read_text())
+        data = json.loads(path.read_text()) if path.suffix == ".json" else tomllib.loads(path.read_text())
     except (ValueError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read config file {str(path)!r}: {exc}") from exc
     # A run's config.json nests the agent config under "config".
@@ -131,9 +128,9 @@ def coerce(value: Any, annotation: Any) -> Any:
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin in (typing.Union, types.UnionType):
-        if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
-            if type(None) in args:
-                return None
+        is_none = value is None or (isinstance(value, str) and value.lower() in ("none", "null"))
+        if is_none and type(None) in args:
+            return None
         errors = []
         for arg in args:
             if arg is type(None):

@@ -39,7 +39,7 @@ class MissingDependencyError(LLMGymError, ImportError):
     """An optional dependency is not installed; the message names the extra to install."""
 
     def __init__(self, what: str, extra: str) -> None:
-        super().__init__(f"{what} needs an optional dependency: pip install \"llm-gym[{extra}]\"")
+        super().__init__(f'{what} needs an optional dependency: pip install "llm-gym[{extra}]"')
 
 
 class CheckpointError(LLMGymError):

@@ -60,7 +60,9 @@ def get_plugin_manager() -> pluggy.PluginManager:
         except Exception as exc:  # a broken plugin must not take the others down
             if plugin is not None and manager.is_registered(plugin):
                 manager.unregister(plugin)
-            _loaded.append(PluginInfo(entry_point.name, distribution, entry_point.value, f"{type(exc).__name__}: {exc}"))
+            _loaded.append(
+                PluginInfo(entry_point.name, distribution, entry_point.value, f"{type(exc).__name__}: {exc}")
+            )
         else:
             _loaded.append(PluginInfo(entry_point.name, distribution, entry_point.value))
     return manager

@@ -65,14 +65,22 @@ class Run:
 
     @classmethod
     def create(
-        cls, env_id: str, agent: str, config: Mapping[str, Any], *, root: str | Path = "runs", path: str | Path | None = None,
+        cls,
+        env_id: str,
+        agent: str,
+        config: Mapping[str, Any],
+        *,
+        root: str | Path = "runs",
+        path: str | Path | None = None,
         env_kwargs: Mapping[str, Any] | None = None,
     ) -> Run:
         """Make a new run directory and write the resolved config into it."""
         seed = int(config.get("seed", 0))
         run = cls(Path(path) if path else Path(root) / default_run_name(env_id, agent, seed))
         if (run.path / CONFIG_FILE).exists():
-            raise CheckpointError(f"{run.path} already holds a run; resume it with --resume {run.path} or pick another --run-dir")
+            raise CheckpointError(
+                f"{run.path} already holds a run; resume it with --resume {run.path} or pick another --run-dir"
+            )
         run.path.mkdir(parents=True, exist_ok=True)
         run.checkpoints_dir.mkdir(exist_ok=True)
         write_json_atomic(
@@ -86,7 +94,9 @@ class Run:
         """Reopen an existing run (for ``--resume``); leftovers of an interrupted checkpoint are removed."""
         run = cls(path)
         if not (run.path / CONFIG_FILE).is_file():
-            raise CheckpointError(f"{run.path} is not a run directory (no {CONFIG_FILE}); pass the directory train created")
+            raise CheckpointError(
+                f"{run.path} is not a run directory (no {CONFIG_FILE}); pass the directory train created"
+            )
         run.checkpoints_dir.mkdir(exist_ok=True)
         for leftover in run.checkpoints_dir.glob(".tmp-*"):
             shutil.rmtree(leftover, ignore_errors=True)
@@ -155,7 +165,11 @@ class Run:
         if self._writer is None:
             from torch.utils.tensorboard import SummaryWriter  # heavy; only runs that log pay for it
 
-            purge = int(json.loads((self.resumed_from / "checkpoint.json").read_text())["step"]) if self.resumed_from else None
+            purge = (
+                int(json.loads((self.resumed_from / "checkpoint.json").read_text())["step"])
+                if self.resumed_from
+                else None
+            )
             self._writer = SummaryWriter(str(self.path / "tb"), purge_step=purge)
         for key, value in scalars.items():
             self._writer.add_scalar(key, float(value), step)

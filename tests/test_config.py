@@ -39,7 +39,12 @@ def test_overrides_convert_types() -> None:
         {"lr": "3e-4", "layers": "32,16", "mode": "generate", "model": "none", "greedy": "yes", "total_steps": "1e4"},
     )
     assert (config.lr, config.layers, config.mode, config.model, config.greedy, config.total_steps) == (
-        3e-4, (32, 16), "generate", None, True, 10_000,
+        3e-4,
+        (32, 16),
+        "generate",
+        None,
+        True,
+        10_000,
     )
 
 

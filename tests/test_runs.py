@@ -20,8 +20,12 @@ def test_create_writes_the_resolved_config(tmp_path: Path) -> None:
     run = Run.create("LLMPong-v0", "random", {"seed": 3, "total_steps": 10}, root=tmp_path, env_kwargs={"frameskip": 2})
     assert run.path.parent == tmp_path and run.path.name.startswith("LLMPong-v0__random__3__")
     saved = json.loads((run.path / "config.json").read_text())
-    assert saved == {"agent": "random", "env_id": "LLMPong-v0", "env_kwargs": {"frameskip": 2},
-                     "config": {"seed": 3, "total_steps": 10}}
+    assert saved == {
+        "agent": "random",
+        "env_id": "LLMPong-v0",
+        "env_kwargs": {"frameskip": 2},
+        "config": {"seed": 3, "total_steps": 10},
+    }
     with pytest.raises(CheckpointError, match="already holds a run"):
         Run.create("LLMPong-v0", "random", {}, path=run.path)
 
@@ -50,7 +54,7 @@ def test_sigkill_mid_checkpoint_leaves_the_previous_one(tmp_path: Path) -> None:
         f"""
         import time
         from llm_gym.runs import Run
-        run = Run.create("LLMPong-v0", "random", {{}}, path={str(tmp_path / 'run')!r})
+        run = Run.create("LLMPong-v0", "random", {{}}, path={str(tmp_path / "run")!r})
         with run.checkpoint(1) as d:
             (d / "w").write_text("complete")
         with run.checkpoint(2) as d:

@@ -37,7 +37,9 @@ def play(
     episodes: Annotated[int, typer.Option("--episodes", "-n", min=1, help="Episodes to play.")] = 5,
     seed: SeedOption = None,
     num_envs: Annotated[int, typer.Option("--num-envs", min=1, help="Envs stepped in lockstep (batched).")] = 1,
-    max_steps: Annotated[int | None, typer.Option("--max-steps", help="Cut each episode after this many steps.")] = None,
+    max_steps: Annotated[
+        int | None, typer.Option("--max-steps", help="Cut each episode after this many steps.")
+    ] = None,
     video: Annotated[Path | None, typer.Option("--video", help="Record the first episode to this mp4.")] = None,
     model: ModelOption = None,
     sets: SetOption = None,
@@ -72,8 +74,13 @@ def play(
         "agent": agent_name,
         "env_id": env_id,
         "episodes": [
-            {"seed": r.seed, "return": r.episode_return, "length": r.length, "truncated": r.truncated,
-             "invalid_actions": r.invalid_actions}
+            {
+                "seed": r.seed,
+                "return": r.episode_return,
+                "length": r.length,
+                "truncated": r.truncated,
+                "invalid_actions": r.invalid_actions,
+            }
             for r in results
         ],
         "mean_return": mean,
@@ -89,7 +96,9 @@ def play(
     for i, r in enumerate(results):
         table.add_row(str(i), str(r.seed), f"{r.episode_return:g}", str(r.length) + (" (cut)" if r.truncated else ""))
     console.print(table)
-    console.print(f"mean return {mean:.2f} ± {ci:.2f} (95% CI, n={len(returns)}), {report['steps_per_second']:.0f} steps/s")
+    console.print(
+        f"mean return {mean:.2f} ± {ci:.2f} (95% CI, n={len(returns)}), {report['steps_per_second']:.0f} steps/s"
+    )
     if video:
         console.print(f"video: {video}")
 

@@ -35,9 +35,13 @@ def train(
     sets: SetOption = None,
     config_file: ConfigOption = None,
     env_args: EnvArgOption = None,
-    run_dir: Annotated[Path | None, typer.Option("--run-dir", help="Write the run here instead of runs/<name>.")] = None,
+    run_dir: Annotated[
+        Path | None, typer.Option("--run-dir", help="Write the run here instead of runs/<name>.")
+    ] = None,
     runs_root: Annotated[Path, typer.Option("--runs-root", help="Parent of new run directories.")] = Path("runs"),
-    resume: Annotated[Path | None, typer.Option("--resume", help="Continue this run from its newest checkpoint.")] = None,
+    resume: Annotated[
+        Path | None, typer.Option("--resume", help="Continue this run from its newest checkpoint.")
+    ] = None,
 ) -> None:
     """Train AGENT on ENV into a run directory (config, TensorBoard, checkpoints, videos, summary.json)."""
     if resume is not None:
@@ -45,7 +49,9 @@ def train(
         saved = run.read_config()
         for given, key in ((agent, "agent"), (env, "env_id")):
             if given is not None and given != saved[key]:
-                raise ConfigError(f"{resume} was trained with {key}={saved[key]!r}, not {given!r}; drop the option to resume")
+                raise ConfigError(
+                    f"{resume} was trained with {key}={saved[key]!r}, not {given!r}; drop the option to resume"
+                )
         agent_cls = get_agent(saved["agent"])
         base = from_dict(agent_cls.Config, saved["config"], source=str(run.path / "config.json"))
         config = resolve_config(agent_cls.Config, config_file=config_file, sets=sets, model=model, seed=seed, base=base)

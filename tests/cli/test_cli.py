@@ -29,14 +29,32 @@ def test_agents_and_agent_config() -> None:
     result = invoke("agents")
     assert result.exit_code == 0 and "scripted" in result.output and "baselines" in result.output
     fields = json.loads(invoke("agents", "random", "--json").output)
-    assert {"key": "total_steps", "type": "int", "default": "10000",
-            "doc": "Environment steps to train for, summed over parallel envs."} in fields
+    assert {
+        "key": "total_steps",
+        "type": "int",
+        "default": "10000",
+        "doc": "Environment steps to train for, summed over parallel envs.",
+    } in fields
 
 
 def test_play_reports_returns_with_a_ci(tmp_path: Path) -> None:
     video = tmp_path / "play.mp4"
-    result = invoke("play", "--agent", "scripted", "--env", "LLMBreakout-text-v0", "--episodes", "2",
-                    "--num-envs", "2", "--max-steps", "150", "--video", str(video), "--json")
+    result = invoke(
+        "play",
+        "--agent",
+        "scripted",
+        "--env",
+        "LLMBreakout-text-v0",
+        "--episodes",
+        "2",
+        "--num-envs",
+        "2",
+        "--max-steps",
+        "150",
+        "--video",
+        str(video),
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert [e["seed"] for e in report["episodes"]] == [0, 1]
@@ -49,7 +67,10 @@ def test_play_reports_returns_with_a_ci(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["play", "--agent", "scripted", "--env", "LLMBrekout-v0"], "unknown env 'LLMBrekout-v0'; did you mean 'LLMBreakout-v0'"),
+        (
+            ["play", "--agent", "scripted", "--env", "LLMBrekout-v0"],
+            "unknown env 'LLMBrekout-v0'; did you mean 'LLMBreakout-v0'",
+        ),
         (["play", "--agent", "scriptd", "--env", "LLMPong-v0"], "unknown agent 'scriptd'; did you mean 'scripted'"),
         (["play", "--agent", "random", "--env", "LLMPong-v0", "--set", "sed=1"], "unknown key 'sed'"),
         (["play", "--agent", "random", "--env", "LLMPong-v0", "--set", "seed=x"], "seed='x' is not a valid int"),
@@ -75,8 +96,21 @@ def test_debug_env_var_shows_the_traceback() -> None:
 
 def test_train_writes_a_run_and_resumes(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    result = invoke("train", "--agent", "random", "--env", "LLMBreakout-text-v0", "--seed", "4",
-                    "--set", "total_steps=300", "--run-dir", str(run_dir), "--env-arg", "frameskip=2")
+    result = invoke(
+        "train",
+        "--agent",
+        "random",
+        "--env",
+        "LLMBreakout-text-v0",
+        "--seed",
+        "4",
+        "--set",
+        "total_steps=300",
+        "--run-dir",
+        str(run_dir),
+        "--env-arg",
+        "frameskip=2",
+    )
     assert result.exit_code == 0, result.output
     saved = json.loads((run_dir / "config.json").read_text())
     assert saved["config"]["seed"] == 4 and saved["env_kwargs"] == {"frameskip": 2}
@@ -93,8 +127,17 @@ def test_train_writes_a_run_and_resumes(tmp_path: Path) -> None:
 def test_train_from_a_config_file(tmp_path: Path) -> None:
     config = tmp_path / "random.toml"
     config.write_text("total_steps = 50\nseed = 9\n")
-    result = invoke("train", "--agent", "random", "--env", "LLMPong-v0", "--config", str(config),
-                    "--runs-root", str(tmp_path / "runs"))
+    result = invoke(
+        "train",
+        "--agent",
+        "random",
+        "--env",
+        "LLMPong-v0",
+        "--config",
+        str(config),
+        "--runs-root",
+        str(tmp_path / "runs"),
+    )
     assert result.exit_code == 0, result.output
     (run_dir,) = (tmp_path / "runs").iterdir()
     assert run_dir.name.startswith("LLMPong-v0__random__9__")

@@ -50,7 +50,9 @@ def test_pong_text_uses_up_and_down() -> None:
     assert "your paddle y=" in obs and "cpu paddle y=" in obs
 
 
-@pytest.mark.parametrize(("kwargs", "shape"), [({}, (24, 80)), ({"preset": "compact"}, (16, 32)), ({"rows": 12, "cols": 40}, (12, 40))])
+@pytest.mark.parametrize(
+    ("kwargs", "shape"), [({}, (24, 80)), ({"preset": "compact"}, (16, 32)), ({"rows": 12, "cols": 40}, (12, 40))]
+)
 def test_ascii_grid_size(kwargs: dict, shape: tuple[int, int]) -> None:
     env = gym.make("LLMBreakout-ascii-v0", **kwargs)
     obs, _ = env.reset(seed=0)

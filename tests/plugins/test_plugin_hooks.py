@@ -49,8 +49,23 @@ def test_register_agents_hook(install_plugin) -> None:
     assert {"random", "scripted", "echo"} <= set(agents())
     echo = [p for p in plugins() if p.name == "llm_gym_echo"][0]
     assert echo.loaded and echo.distribution == "llm-gym-echo"
-    result = CliRunner().invoke(build_app(), ["play", "--agent", "echo", "--env", "LLMBreakout-text-v0",
-                                              "--episodes", "1", "--max-steps", "20", "--set", "always=1", "--json"])
+    result = CliRunner().invoke(
+        build_app(),
+        [
+            "play",
+            "--agent",
+            "echo",
+            "--env",
+            "LLMBreakout-text-v0",
+            "--episodes",
+            "1",
+            "--max-steps",
+            "20",
+            "--set",
+            "always=1",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert '"agent": "echo"' in result.output
 

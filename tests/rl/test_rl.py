@@ -39,8 +39,16 @@ def test_gae_stops_at_episode_boundaries() -> None:
 def test_gae_bootstraps_truncated_steps() -> None:
     rewards, values = torch.tensor([[1.0]]), torch.tensor([[0.0]])
     truncated_values = torch.tensor([[2.0]])
-    adv, _ = compute_gae(rewards, values, torch.zeros(1, 1), torch.tensor([0.0]), torch.tensor([1.0]), 0.5, 1.0,
-                         truncated_values=truncated_values)
+    adv, _ = compute_gae(
+        rewards,
+        values,
+        torch.zeros(1, 1),
+        torch.tensor([0.0]),
+        torch.tensor([1.0]),
+        0.5,
+        1.0,
+        truncated_values=truncated_values,
+    )
     assert adv.item() == pytest.approx(1.0 + 0.5 * 2.0)
 
 
@@ -48,9 +56,20 @@ def test_ppo_losses_by_hand() -> None:
     old = torch.log(torch.tensor([0.5, 0.5]))
     new = torch.log(torch.tensor([0.8, 0.2]))  # ratios 1.6 and 0.4
     adv = torch.tensor([1.0, -1.0])
-    losses = ppo_losses(new, old, adv, torch.tensor([1.0, 0.0]), torch.tensor([0.0, 0.0]), torch.tensor([2.0, 0.0]),
-                        torch.tensor([0.5, 0.7]), clip_coef=0.2, value_clip_coef=0.5, value_coef=0.5,
-                        entropy_coef=0.1, normalize_advantages=False)
+    losses = ppo_losses(
+        new,
+        old,
+        adv,
+        torch.tensor([1.0, 0.0]),
+        torch.tensor([0.0, 0.0]),
+        torch.tensor([2.0, 0.0]),
+        torch.tensor([0.5, 0.7]),
+        clip_coef=0.2,
+        value_clip_coef=0.5,
+        value_coef=0.5,
+        entropy_coef=0.1,
+        normalize_advantages=False,
+    )
     # policy: max(-A r, -A clip(r)) -> sample 0: max(-1.6, -1.2) = -1.2; sample 1: max(0.4, 0.8) = 0.8
     assert losses.policy_loss.item() == pytest.approx((-1.2 + 0.8) / 2)
     # value: sample 0 unclipped (1-2)^2 = 1, clipped v = 0 + clamp(1, -.5, .5) = .5 -> (.5-2)^2 = 2.25 -> 2.25
@@ -64,15 +83,18 @@ def test_ppo_losses_by_hand() -> None:
 
 def test_ppo_value_clipping_can_be_off() -> None:
     z = torch.zeros(1)
-    losses = ppo_losses(z, z, z, torch.tensor([1.0]), z, torch.tensor([2.0]), z, value_clip_coef=None,
-                        normalize_advantages=False)
+    losses = ppo_losses(
+        z, z, z, torch.tensor([1.0]), z, torch.tensor([2.0]), z, value_clip_coef=None, normalize_advantages=False
+    )
     assert losses.value_loss.item() == pytest.approx(0.5)
 
 
 def test_explained_variance() -> None:
     target = torch.tensor([1.0, 2.0, 3.0])
     assert explained_variance(target, target) == pytest.approx(1.0)
-    assert explained_variance(torch.zeros(3), target) == pytest.approx(1 - torch.var(target).item() / torch.var(target).item())
+    assert explained_variance(torch.zeros(3), target) == pytest.approx(
+        1 - torch.var(target).item() / torch.var(target).item()
+    )
     assert math.isnan(explained_variance(target, torch.ones(3)))
 
 

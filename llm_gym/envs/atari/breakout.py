@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from llm_gym.envs.atari.game import AtariGame, sign, bcd, direction_words
+from llm_gym.envs.atari.game import AtariGame, bcd, direction_words, sign
 
 BRICK_ROWS, BRICK_COLS = 6, 18
 PADDLE_WIDTH, PADDLE_Y = 16, 189

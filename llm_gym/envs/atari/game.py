@@ -52,7 +52,7 @@ class AtariGame(abc.ABC):
     def describe(self, state: Any) -> str:
         """A short text description of ``state`` in screen coordinates."""
 
-    def draw_background(self, cells: np.ndarray) -> None:
+    def draw_background(self, cells: np.ndarray) -> None:  # noqa: B027  (optional: most games have walls)
         """Draw what never moves (walls) once into the canvas background."""
 
     @abc.abstractmethod

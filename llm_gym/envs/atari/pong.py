@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from llm_gym.envs.atari.game import AtariGame, sign, direction_words
+from llm_gym.envs.atari.game import AtariGame, direction_words, sign
 
 PADDLE_HEIGHT = 16
 PLAYER_X, CPU_X = 140, 16

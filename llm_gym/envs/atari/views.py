@@ -35,7 +35,12 @@ class AtariAsciiEnv(AtariLLMEnv):
     """
 
     def __init__(
-        self, game: str = "breakout", *, preset: str = "default", rows: int | None = None, cols: int | None = None,
+        self,
+        game: str = "breakout",
+        *,
+        preset: str = "default",
+        rows: int | None = None,
+        cols: int | None = None,
         **kwargs: Any,
     ) -> None:
         if preset not in ASCII_PRESETS:
@@ -56,7 +61,9 @@ class AtariVisionEnv(AtariLLMEnv):
         image_size: (height, width) of the image, nearest-neighbour scaled from the 210 x 160 frame (an int: square).
     """
 
-    def __init__(self, game: str = "breakout", *, image_size: tuple[int, int] | int = (384, 384), **kwargs: Any) -> None:
+    def __init__(
+        self, game: str = "breakout", *, image_size: tuple[int, int] | int = (384, 384), **kwargs: Any
+    ) -> None:
         super().__init__(game, **kwargs)
         height, width = (image_size, image_size) if isinstance(image_size, int) else tuple(image_size)
         if height < 1 or width < 1:

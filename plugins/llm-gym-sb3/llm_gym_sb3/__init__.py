@@ -1,0 +1,1 @@
+"""stable-baselines3 PPO as an llm-gym agent (``sb3_ppo``)."""

@@ -1,0 +1,145 @@
+"""``sb3_ppo``: stable-baselines3 PPO (MlpPolicy) on the decoded game state, trained into an llm-gym run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from llm_gym import Agent, AgentConfig, Callback, EnvConfig, Run
+from llm_gym.callbacks import should_stop
+from llm_gym_sb3.features import GameStateFeatures, state_features
+
+MODEL_FILE = "model.zip"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sb3PPOConfig(AgentConfig):
+    total_steps: int = 200_000
+    """Environment steps to train for, summed over parallel envs."""
+    num_envs: int = 8
+    """Parallel envs (a DummyVecEnv)."""
+    learning_rate: float = 2.5e-4
+    """Adam learning rate."""
+    n_steps: int = 128
+    """Steps per env per rollout."""
+    batch_size: int = 256
+    """Minibatch size."""
+    n_epochs: int = 4
+    """Optimisation epochs per rollout."""
+    gamma: float = 0.99
+    """Discount."""
+    gae_lambda: float = 0.95
+    """GAE lambda."""
+    clip_range: float = 0.1
+    """PPO clip coefficient."""
+    ent_coef: float = 0.01
+    """Entropy bonus coefficient."""
+    checkpoint_every: int = 20_000
+    """Env steps between checkpoints."""
+
+
+class Sb3Policy:
+    """Greedy actions of a trained SB3 model, batched over envs."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
+        batch = np.stack([state_features(info["game_state"]) for info in infos])
+        actions, _ = self.model.predict(batch, deterministic=True)
+        return [int(a) for a in actions]
+
+
+class Sb3PPOAgent(Agent):
+    name = "sb3_ppo"
+    description = "stable-baselines3 PPO on the decoded game state (a classic-RL reference; a third-party plugin)."
+    Config = Sb3PPOConfig
+
+    def _vec_env(self, env: EnvConfig) -> Any:
+        from stable_baselines3.common.env_util import make_vec_env
+
+        return make_vec_env(lambda: GameStateFeatures(env.make()), n_envs=self.config.num_envs, seed=self.config.seed)
+
+    def train(self, env: EnvConfig, run: Run, callbacks: Sequence[Callback] = ()) -> dict[str, Any]:
+        from stable_baselines3 import PPO
+        from stable_baselines3.common.callbacks import BaseCallback
+
+        config, vec_env = self.config, self._vec_env(env)
+        if run.resumed_from is not None:
+            model = PPO.load(run.resumed_from / MODEL_FILE, env=vec_env, device="cpu")
+        else:
+            model = PPO(
+                "MlpPolicy",
+                vec_env,
+                learning_rate=config.learning_rate,
+                n_steps=config.n_steps,
+                batch_size=config.batch_size,
+                n_epochs=config.n_epochs,
+                gamma=config.gamma,
+                gae_lambda=config.gae_lambda,
+                clip_range=config.clip_range,
+                ent_coef=config.ent_coef,
+                seed=config.seed,
+                device="cpu",
+                verbose=0,
+            )
+        for callback in callbacks:
+            callback.on_training_start(env.env_id, config, model.num_timesteps)
+
+        def save(step: int) -> None:
+            with run.checkpoint(step) as directory:
+                model.save(directory / MODEL_FILE)
+            for callback in callbacks:
+                callback.on_checkpoint(step, run.checkpoints_dir / f"step_{step}")
+
+        class Bridge(BaseCallback):
+            """Forwards SB3's rollouts to llm-gym's logs, checkpoints and callbacks."""
+
+            def __init__(self) -> None:
+                super().__init__()
+                self.last_saved = model.num_timesteps
+                self.stop = False
+
+            def _on_step(self) -> bool:
+                return not self.stop
+
+            def _on_rollout_end(self) -> None:
+                step = self.model.num_timesteps
+                returns = [info["r"] for info in self.model.ep_info_buffer]
+                metrics = {"charts/episodic_return": float(np.mean(returns))} if returns else {}
+                if metrics:
+                    run.log_scalars(step, metrics)
+                if step - self.last_saved >= config.checkpoint_every:
+                    save(step)
+                    self.last_saved = step
+                self.stop = should_stop([c.on_update(step, metrics) for c in callbacks])
+
+        bridge = Bridge()
+        remaining = max(config.total_steps - model.num_timesteps, 0)
+        if remaining:
+            model.learn(remaining, callback=bridge, reset_num_timesteps=False)
+        save(model.num_timesteps)
+        returns = [float(info["r"]) for info in model.ep_info_buffer]
+        summary = {
+            "agent": self.name,
+            "env_id": env.env_id,
+            "env_steps": int(model.num_timesteps),
+            "episodes": len(returns),
+            "mean_return": float(np.mean(returns)) if returns else None,
+        }
+        run.write_summary(summary)
+        for callback in callbacks:
+            callback.on_training_end(int(model.num_timesteps), summary)
+        vec_env.close()
+        return summary
+
+    def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Sb3Policy:
+        from stable_baselines3 import PPO
+
+        if checkpoint is None:
+            return Sb3Policy(PPO("MlpPolicy", self._vec_env(env), seed=self.config.seed, device="cpu"))
+        return Sb3Policy(PPO.load(Path(checkpoint) / MODEL_FILE, device="cpu"))
