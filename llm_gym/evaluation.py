@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_gym.agent import EnvConfig, Policy
+from llm_gym.envs.catalog import render_modes
 from llm_gym.errors import UnsupportedEnvError
 
 
@@ -57,11 +58,12 @@ def run_episodes(
         on_episode: called as each episode finishes.
     """
     num_envs = max(1, min(num_envs, episodes))
-    envs = [env.make(render_mode="rgb_array") if (video_path and i == 0) else env.make() for i in range(num_envs)]
-    frames: list[Any] = []
     recording = video_path is not None
-    if recording and "rgb_array" not in (envs[0].metadata.get("render_modes") or []):
+    if recording and "rgb_array" not in render_modes(env.env_id):
         raise UnsupportedEnvError(f"{env.env_id} renders no frames, so it cannot record a video; drop --video")
+    envs = [env.make(render_mode="rgb_array") if (recording and i == 0) else env.make() for i in range(num_envs)]
+    # Frames stream straight into the encoder: a long Atari episode would not fit in memory as raw frames.
+    video = VideoWriter(video_path, fps=envs[0].metadata.get("render_fps", 15)) if recording else None
     results: dict[int, EpisodeResult] = {}
     next_episode = 0
     slots: list[dict[str, Any] | None] = [None] * num_envs
@@ -76,8 +78,8 @@ def run_episodes(
         options = {"task_id": int(task_ids[index % len(task_ids)])} if task_ids else None
         obs, info = envs[slot].reset(seed=seed + index, options=options)
         slots[slot] = {"index": index, "obs": obs, "info": info, "return": 0.0, "length": 0, "invalid": 0}
-        if recording and index == 0:
-            frames.append(envs[slot].render())
+        if video and index == 0:
+            video.add(envs[slot].render())
 
     try:
         for slot in range(num_envs):
@@ -92,8 +94,8 @@ def run_episodes(
                 state["length"] += 1
                 state["invalid"] += int(bool(info.get("invalid_action", False)))
                 state["obs"], state["info"] = obs, info
-                if recording and state["index"] == 0:
-                    frames.append(envs[slot].render())
+                if video and state["index"] == 0:
+                    video.add(envs[slot].render())
                 cut = max_steps is not None and state["length"] >= max_steps
                 if terminated or truncated or cut:
                     result = EpisodeResult(
@@ -112,8 +114,8 @@ def run_episodes(
     finally:
         for e in envs:
             e.close()
-    if recording and frames:
-        write_video(video_path, frames, fps=envs[0].metadata.get("render_fps", 15))
+        if video:
+            video.close()
     return [results[i] for i in sorted(results)]
 
 
@@ -121,17 +123,37 @@ def _plain(value: Any) -> bool:
     return isinstance(value, (int, float, str, bool)) or value is None
 
 
-def write_video(path: str | Path, frames: Sequence[Any], fps: int = 15) -> Path:
-    """Write RGB frames as an mp4 (H.264 through the ffmpeg that imageio-ffmpeg ships)."""
-    import imageio.v2 as imageio
+class VideoWriter:
+    """Writes RGB frames to an mp4 as they come (H.264 through the ffmpeg that imageio-ffmpeg ships)."""
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # macro_block_size=1 keeps odd frame sizes (160 x 210) instead of resizing them with a warning.
-    with imageio.get_writer(path, fps=fps, codec="libx264", macro_block_size=1, quality=7) as writer:
+    def __init__(self, path: str | Path, fps: int = 15) -> None:
+        self.path, self.fps = Path(path), fps
+        self._writer: Any = None
+
+    def add(self, frame: Any) -> None:
+        if self._writer is None:
+            import imageio.v2 as imageio
+
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # macro_block_size=1 keeps odd frame sizes (160 x 210) instead of resizing them with a warning.
+            self._writer = imageio.get_writer(self.path, fps=self.fps, codec="libx264", macro_block_size=1, quality=7)
+        self._writer.append_data(frame)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
+def write_video(path: str | Path, frames: Sequence[Any], fps: int = 15) -> Path:
+    """Write a list of RGB frames as an mp4."""
+    writer = VideoWriter(path, fps)
+    try:
         for frame in frames:
-            writer.append_data(frame)
-    return path
+            writer.add(frame)
+    finally:
+        writer.close()
+    return Path(path)
 
 
 class Stopwatch:

@@ -36,6 +36,13 @@ def make(env_id: str, **kwargs: Any) -> gym.Env:
         raise ConfigError(f"{env_id} rejects {given}: {exc}") from exc
 
 
+def render_modes(env_id: str) -> list[str]:
+    """The render modes the env's class declares, read without making an env."""
+    entry = env_spec(env_id).entry_point
+    creator = gym.envs.registration.load_env_creator(entry) if isinstance(entry, str) else entry
+    return list(getattr(creator, "metadata", {}).get("render_modes", []))
+
+
 def env_family(env_id: str) -> str:
     """``atari``, ``openspiel``, ``trace`` or ``other``: which subpackage implements the id."""
     entry = str(env_spec(env_id).entry_point)
