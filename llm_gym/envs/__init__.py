@@ -16,3 +16,13 @@ for _title, _game in ATARI_GAMES.items():
         register(id=f"LLM{_title}-{_mode}-v0", entry_point=f"llm_gym.envs.atari.views:{_cls}", kwargs={"game": _game})
     # The id without a mode is the text mode.
     register(id=f"LLM{_title}-v0", entry_point="llm_gym.envs.atari.views:AtariTextEnv", kwargs={"game": _game})
+
+# -- OpenSpiel: one id per game, plus OpenSpiel-v0 where the game comes from options={"task_id": N} ---------------
+from llm_gym.envs.openspiel.catalog import GAME_NAMES as _OPENSPIEL_GAMES  # noqa: E402  (pure Python, no pyspiel)
+
+for _name in _OPENSPIEL_GAMES:
+    register(id=f"OpenSpiel-{_name}-v0", entry_point="llm_gym.envs.openspiel.env:OpenSpielEnv", kwargs={"game": _name})
+register(id="OpenSpiel-v0", entry_point="llm_gym.envs.openspiel.env:OpenSpielEnv")
+
+# -- Trace: predict the exact stdout of a generated (or your own) Python program -----------------------------------
+register(id="Trace-v0", entry_point="llm_gym.envs.trace.env:TraceEnv")

@@ -1,0 +1,55 @@
+"""The small pyspiel helpers every OpenSpiel module shares: loading games (cached), sampling chance outcomes."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+from llm_gym.errors import ConfigError, MissingDependencyError
+
+
+def pyspiel_module() -> Any:
+    """``pyspiel``, or a one-line error naming the extra to install."""
+    try:
+        import pyspiel
+    except ImportError as exc:  # pragma: no cover - the extra is installed in development
+        raise MissingDependencyError("OpenSpiel environments", "openspiel") from exc
+    return pyspiel
+
+
+@functools.lru_cache(maxsize=256)
+def _load(name: str, params: tuple[tuple[str, Any], ...]) -> Any:
+    pyspiel = pyspiel_module()
+    try:
+        return pyspiel.load_game(name, dict(params))
+    except pyspiel.SpielError as exc:
+        raise ConfigError(f"OpenSpiel cannot load {name} with {dict(params)}: {str(exc).splitlines()[-1]}") from exc
+
+
+def load_game(name: str, params: Mapping[str, Any]) -> Any:
+    """``pyspiel.load_game(name, params)``, cached (games are immutable); bad parameters raise ConfigError."""
+    return _load(name, tuple(sorted(params.items())))
+
+
+def sample_chance(state: Any, rng: Any) -> int:
+    """One chance outcome of ``state`` drawn with ``rng`` (anything with ``random()``; one uniform draw per node)."""
+    outcomes = state.chance_outcomes()
+    u = rng.random()
+    total = 0.0
+    for action, probability in outcomes:
+        total += probability
+        if u < total:
+            return int(action)
+    return int(outcomes[-1][0])  # rounding: the probabilities may sum to slightly less than 1
+
+
+def is_zero_sum(game: Any) -> bool:
+    """True for zero-sum and constant-sum games (their score is a min-max over the utility range)."""
+    utility = game.get_type().utility
+    return utility.name in ("ZERO_SUM", "CONSTANT_SUM")
+
+
+def is_perfect_information(game: Any) -> bool:
+    """True when every player sees the whole state (simultaneous moves aside)."""
+    return game.get_type().information.name == "PERFECT_INFORMATION"

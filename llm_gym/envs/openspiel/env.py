@@ -1,0 +1,359 @@
+"""The Gymnasium env: one OpenSpiel game as text, the learner in one seat, opponents in the others.
+
+``step(action)`` plays one learner decision, then chance nodes (sampled from the env's seeded generator) and the
+opponents' moves until the learner must decide again or the game ends. Simultaneous-move rounds (goofspiel) are
+played as one joint action: the opponents choose from the same state as the learner, without seeing its choice.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+
+from llm_gym.actions import InvalidActionPolicy
+from llm_gym.envs.openspiel import text
+from llm_gym.envs.openspiel.catalog import GAMES, TASK_STRIDE, GameSpec, Task, decode_task_id, game_spec
+from llm_gym.envs.openspiel.core import is_perfect_information, is_zero_sum, load_game, sample_chance
+from llm_gym.envs.openspiel.opponents import MCTSConfig, Opponent, OpponentSpec, describe_opponents, make_opponent
+from llm_gym.envs.openspiel.scoring import is_success, normalised_score
+from llm_gym.envs.spaces import text_space
+from llm_gym.errors import ConfigError
+
+MAX_OBSERVATION_CHARS = 65_536
+"""Upper bound of an observation's length; the legal-action list is shortened in the rare case it would exceed it."""
+_MAX_REDEALS = 100
+
+
+@dataclass(frozen=True)
+class OpenSpielSnapshot:
+    """Everything :meth:`OpenSpielEnv.restore_state` needs to continue from a point (generators included)."""
+
+    task: Task
+    params: Mapping[str, Any]
+    seat: int
+    state: Any
+    rng_states: tuple[Any, Any]
+    opponents: tuple[tuple[int, Opponent, Any], ...]
+    counters: tuple[int, int, float, bool]
+    log: Any
+
+
+@functools.lru_cache(maxsize=64)
+def _max_actions(games: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]) -> int:
+    return max(load_game(name, dict(params)).num_distinct_actions() for name, params in games)
+
+
+class OpenSpielEnv(gym.Env):
+    """An OpenSpiel game with text observations for the learner's seat.
+
+    Args:
+        game: OpenSpiel short name (``OpenSpiel-<game>-v0``); None = any game, chosen by ``options["task_id"]``
+            (``OpenSpiel-v0``).
+        config: default config variant of the game (index into its catalog variants).
+        params: OpenSpiel parameters that override the variant's (e.g. ``{"board_size": 9}``).
+        opponent: ``"random"``, ``"mcts"``, a Policy, a function ``(observation, info) -> action``, or a list with
+            one of those per other seat (in seat order).
+        mcts: :class:`MCTSConfig` (or a dict of its fields) for ``mcts`` opponents.
+        seat: the learner's seat; None = drawn from the seed each reset (``options["seat"]`` overrides both).
+        max_turns: learner decisions before the episode is truncated; None = the game's catalog cap.
+        invalid_action: penalty for an illegal action id; the env then plays a random legal action instead (board
+            games have no no-op, so ``fallback="noop"`` also means a random legal action).
+        max_invalid_actions: forfeit the game (terminated, worst return, score 0) after this many illegal actions in
+            an episode; None = never.
+        render_mode: ``ansi`` (the learner's observation text).
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 1}
+
+    def __init__(
+        self,
+        game: str | None = None,
+        *,
+        config: int = 0,
+        params: Mapping[str, Any] | None = None,
+        opponent: OpponentSpec | Sequence[OpponentSpec] = "random",
+        mcts: MCTSConfig | Mapping[str, Any] | None = None,
+        seat: int | None = None,
+        max_turns: int | None = None,
+        invalid_action: InvalidActionPolicy | Mapping[str, Any] | None = None,
+        max_invalid_actions: int | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be 'ansi' or None, got {render_mode!r}")
+        self.render_mode = render_mode
+        self.fixed_game = game_spec(game) if game is not None else None
+        self.overrides = dict(params or {})
+        self.opponent = opponent
+        self.mcts = MCTSConfig.coerce(mcts)
+        self.seat_option = seat
+        self.max_turns_option = max_turns
+        if isinstance(invalid_action, Mapping):
+            invalid_action = InvalidActionPolicy(**invalid_action)
+        self.invalid_action = invalid_action or InvalidActionPolicy()
+        self.max_invalid_actions = max_invalid_actions
+        specs = [self.fixed_game] if self.fixed_game else list(GAMES)
+        variants = tuple((s.name, tuple(sorted({**v, **self.overrides}.items()))) for s in specs for v in s.variants)
+        self.action_space = gym.spaces.Discrete(_max_actions(variants))
+        self.observation_space = text_space(MAX_OBSERVATION_CHARS)
+        self.noop_action = None  # board games have no no-op; the shared parser falls back to a random legal action
+        base = self.fixed_game.task_index * TASK_STRIDE if self.fixed_game else 0
+        self.task_id = base + int(config)
+        self._load(self._decode(self.task_id))
+        self.state: Any = None
+
+    # -- setting up a game ---------------------------------------------------------------------------------------
+
+    def _decode(self, task_id: int) -> Task:
+        task = decode_task_id(task_id)
+        if self.fixed_game is not None and task.game is not self.fixed_game:
+            first = self.fixed_game.task_index * TASK_STRIDE
+            raise ValueError(
+                f"{self.fixed_game.env_id} plays {self.fixed_game.name} (task ids {first}..{first + TASK_STRIDE - 1}); "
+                f"task id {task_id} is {task.game.name}: use OpenSpiel-v0 for any game"
+            )
+        return task
+
+    def _load(self, task: Task) -> None:
+        self.task = task
+        self.game_spec: GameSpec = task.game
+        self.params = {**task.params, **self.overrides}
+        self.game = load_game(self.game_spec.name, self.params)
+        self.num_players = self.game.num_players()
+        self.max_turns = self.max_turns_option or self.game_spec.max_turns
+        self._perfect = is_perfect_information(self.game)
+        self._zero_sum = is_zero_sum(self.game)
+        self._utility = (self.game.min_utility(), self.game.max_utility())
+        self._game_string = str(self.game)
+        specs = self.opponent if isinstance(self.opponent, (list, tuple)) else [self.opponent] * (self.num_players - 1)
+        if len(specs) != self.num_players - 1:
+            raise ConfigError(
+                f"{self.game_spec.name} has {self.num_players - 1} opponent seats, got {len(specs)} opponents"
+            )
+        self._opponent_specs = list(specs)
+        self.instructions: str = text.instructions(
+            self.game_spec, self.params, self.num_players, describe_opponents(self._opponent_specs)
+        )
+
+    # -- the gymnasium API -----------------------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        options = options or {}
+        if "task_id" in options or self.task.task_id != self.task_id:
+            self.task_id = int(options.get("task_id", self.task_id))
+            self._load(self._decode(self.task_id))
+        # Draw the seat even when it is given, so chance outcomes depend on the seed alone.
+        drawn = int(self.np_random.integers(self.num_players))
+        seat = options.get("seat", self.seat_option)
+        self.seat = drawn if seat is None else int(seat)
+        if not 0 <= self.seat < self.num_players:
+            raise ValueError(f"{self.game_spec.name} has seats 0..{self.num_players - 1}, got seat {self.seat}")
+        # One independent stream per purpose (chance, illegal-action fallback, each opponent), all from the seed.
+        base = int(self.np_random.integers(2**62)) << 8
+        self._chance_rng = random.Random(base)
+        self._fallback_rng = random.Random(base | 1)
+        others = [p for p in range(self.num_players) if p != self.seat]
+        self._opponents: dict[int, Opponent] = {
+            p: make_opponent(spec, self.game, self.game_spec, self.mcts, base | (16 + p), self._observe_seat)
+            for p, spec in zip(others, self._opponent_specs, strict=True)
+        }
+        for _ in range(_MAX_REDEALS):  # a game may end before the learner's first decision (rare): deal again
+            self._start()
+            if not self.state.is_terminal():
+                break
+        else:
+            raise ConfigError(f"{self.game_spec.name} with {self.params} ends before seat {self.seat} ever moves")
+        return self._observe(0.0, False)
+
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self.state is None or self._done:
+            raise gym.error.ResetNeeded("the game is over (or never started): call reset() first")
+        try:
+            chosen = int(action)
+        except (TypeError, ValueError):
+            chosen = -1
+        penalty = 0.0
+        invalid = chosen not in self._legal
+        if invalid:
+            self._invalid += 1
+            penalty = self.invalid_action.penalty
+            chosen = self._legal[self._fallback_rng.randrange(len(self._legal))]
+            if self.max_invalid_actions is not None and self._invalid > self.max_invalid_actions:
+                self._forfeit = True
+        if not self._forfeit:
+            self._play_learner(chosen)
+            self._turns += 1
+            self._advance()
+        obs, info = self._observe(penalty, invalid)
+        reward = info["game_return"] - self._previous_return - penalty
+        self._previous_return = info["game_return"]
+        terminated = self._done
+        truncated = not terminated and self._turns >= self.max_turns
+        self._done = terminated or truncated
+        return obs, reward, terminated, truncated, info
+
+    def render(self) -> str | None:
+        return self._last_text if self.render_mode == "ansi" else None
+
+    # -- playing -------------------------------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        self.state = self.game.new_initial_state()
+        self._turns, self._invalid, self._previous_return = 0, 0, 0.0
+        self._forfeit = self._done = False
+        self._log = text.MoveLog(self.game_spec, self.num_players, self._perfect)
+        self._advance()
+
+    def _play_learner(self, action: int) -> None:
+        state = self.state
+        if state.is_simultaneous_node():
+            joint = [action if p == self.seat else self._opponents[p].act(state, p) for p in range(self.num_players)]
+            self._log_joint(joint)
+            state.apply_actions(joint)
+        else:
+            self._log.record(state, self.seat, action)
+            state.apply_action(action)
+
+    def _advance(self) -> None:
+        """Play chance and opponents until the learner must decide or the game is over."""
+        state = self.state
+        while not state.is_terminal():
+            if state.is_chance_node():
+                action = sample_chance(state, self._chance_rng)
+                self._log.record(state, -1, action)
+                state.apply_action(action)
+            elif state.is_simultaneous_node():
+                if state.legal_actions(self.seat):
+                    return
+                joint = [self._opponents[p].act(state, p) if p != self.seat else 0 for p in range(self.num_players)]
+                self._log_joint(joint)
+                state.apply_actions(joint)
+            else:
+                player = state.current_player()
+                if player == self.seat:
+                    return
+                action = self._opponents[player].act(state, player)
+                self._log.record(state, player, action)
+                state.apply_action(action)
+
+    def _log_joint(self, joint: list[int]) -> None:
+        for player, action in enumerate(joint):
+            self._log.record(self.state, player, action)
+
+    # -- what the learner (or an opponent policy) sees ---------------------------------------------------------------
+
+    def _view(self, player: int, legal: list[int], outcome: str | None) -> tuple[str, list[str]]:
+        recent = self._log.recent(player)
+        names = text.action_names(self.state, player, legal)
+        body = text.observation_text(
+            self.game_spec,
+            text.player_view(self.game_spec, self.state, player),
+            player,
+            self.num_players,
+            recent,
+            legal,
+            names,
+            self._turns + 1,
+            outcome,
+        )
+        if len(body) > MAX_OBSERVATION_CHARS:
+            body = body[: MAX_OBSERVATION_CHARS - 40] + "\n... (list cut; see info['legal_actions'])"
+        return body, names
+
+    def _observe(self, penalty: float, invalid: bool) -> tuple[str, dict[str, Any]]:
+        state = self.state
+        self._done = state.is_terminal() or self._forfeit
+        legal: list[int] = [] if self._done else state.legal_actions(self.seat)
+        returns = tuple(state.returns())
+        game_return = self._utility[0] if self._forfeit else returns[self.seat]
+        score = 0.0 if self._forfeit else normalised_score(returns, self.seat, *self._utility, self._zero_sum)
+        outcome = text.outcome_text(returns, self.seat, score, self._forfeit) if self._done else None
+        observation, names = self._view(self.seat, legal, outcome)
+        self._legal = legal
+        self._last_text = observation
+        mask = np.zeros(self.action_space.n, dtype=np.int8)
+        mask[legal] = 1
+        info = {
+            "legal_actions": legal,
+            "action_names": names,
+            "action_mask": mask,
+            "game": self.game_spec.name,
+            "task_id": self.task.task_id,
+            "variant": self.task.variant,
+            "player": self.seat,
+            "num_players": self.num_players,
+            "turn": self._turns,
+            "returns": returns,
+            "game_return": game_return,
+            "score": score,
+            "success": is_success(score),
+            "forfeit": self._forfeit,
+            "invalid_action": invalid,
+            "invalid_action_penalty": penalty,
+            "invalid_actions": self._invalid,
+            "opponent_invalid_actions": sum(getattr(o, "invalid_actions", 0) for o in self._opponents.values()),
+            # For search agents that determinize (they must not peek): the whole history, hidden moves included.
+            "game_string": self._game_string,
+            "history": tuple(state.history()),
+        }
+        return observation, info
+
+    def _observe_seat(self, state: Any, player: int) -> tuple[str, dict[str, Any]]:
+        """What a policy opponent in ``player``'s seat sees (same format as the learner's observation)."""
+        legal = state.legal_actions(player)
+        observation, names = self._view(player, legal, None)
+        mask = np.zeros(self.action_space.n, dtype=np.int8)
+        mask[legal] = 1
+        info = {
+            "legal_actions": legal,
+            "action_names": names,
+            "action_mask": mask,
+            "player": player,
+            "game": self.game_spec.name,
+            "game_string": self._game_string,
+            "history": tuple(state.history()),
+        }
+        return observation, info
+
+    # -- snapshots (the reflection agent replays corrections from here) ----------------------------------------------
+
+    def clone_state(self) -> OpenSpielSnapshot:
+        """Snapshot game, generators, opponents and counters so a different action can be tried from here."""
+        if self.state is None:
+            raise gym.error.ResetNeeded("call reset() before clone_state()")
+        return OpenSpielSnapshot(
+            task=self.task,
+            params=dict(self.params),
+            seat=self.seat,
+            state=self.state.clone(),
+            rng_states=(self._chance_rng.getstate(), self._fallback_rng.getstate()),
+            opponents=tuple((p, o, o.snapshot()) for p, o in self._opponents.items()),
+            counters=(self._turns, self._invalid, self._previous_return, self._forfeit),
+            log=self._log.snapshot(),
+        )
+
+    def restore_state(self, snapshot: OpenSpielSnapshot) -> None:
+        """Return to a snapshot taken with :meth:`clone_state` on this env."""
+        if snapshot.task != self.task or dict(snapshot.params) != self.params:
+            self.task_id = snapshot.task.task_id
+            self._load(snapshot.task)
+        self.seat = snapshot.seat
+        self.state = snapshot.state.clone()
+        self._chance_rng.setstate(snapshot.rng_states[0])
+        self._fallback_rng.setstate(snapshot.rng_states[1])
+        self._opponents = {}
+        for player, opponent, opponent_state in snapshot.opponents:
+            opponent.restore(opponent_state)
+            self._opponents[player] = opponent
+        self._turns, self._invalid, self._previous_return, self._forfeit = snapshot.counters
+        self._log = text.MoveLog(self.game_spec, self.num_players, self._perfect)
+        self._log.restore(snapshot.log)
+        self._observe(0.0, False)
+        self._done = self.state.is_terminal() or self._forfeit or self._turns >= self.max_turns

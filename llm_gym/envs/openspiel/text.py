@@ -1,0 +1,226 @@
+"""What a player reads: the state as its seat may see it, the legal actions as ``id -> name``, and the rules.
+
+Only per-player strings are used for imperfect-information games (OpenSpiel's ``observation_string(player)`` or
+``information_state_string(player)``, chosen per game in the catalog); the full ``str(state)`` is used only where
+the game has perfect information. A few games whose strings are terse codes (Kuhn, Leduc, Liar's Dice) are spelled
+out, from the player's own string only, so nothing hidden can leak in. Everything is turned into printable ASCII
+(suits, box drawing and card backs have ASCII spellings) so it fits the Text space.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from llm_gym.envs.openspiel.catalog import GameSpec
+from llm_gym.envs.openspiel.rules import ANSWER_FORMAT, RULES
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_NOT_PRINTABLE = re.compile(r"[^\x20-\x7e\n\t]")
+_ASCII = str.maketrans(
+    {
+        "♠": "S",
+        "♥": "H",
+        "♦": "D",
+        "♣": "C",
+        "♤": "S",
+        "♡": "H",
+        "♢": "D",
+        "♧": "C",
+        "🂠": "##",
+        "←": "<-",
+        "→": "->",
+        "─": "-",
+        "│": "|",
+        "┌": "+",
+        "┐": "+",
+        "└": "+",
+        "┘": "+",
+        "├": "+",
+        "┤": "+",
+        "┬": "+",
+        "┴": "+",
+        "┼": "+",
+        "╴": " ",
+        "╶": " ",
+        "╵": " ",
+        "╷": " ",
+        "\r": "",
+        "\x0b": " ",
+        "\x0c": " ",
+    }
+)
+
+
+def ascii_text(text: str) -> str:
+    """Printable ASCII only: known symbols get ASCII spellings, ANSI colour codes are dropped, the rest becomes ?."""
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if text.isascii() and not _NOT_PRINTABLE.search(text):
+        return text  # the common case, kept to one C-speed scan
+    return _NOT_PRINTABLE.sub("?", text.translate(_ASCII))
+
+
+def action_names(state: Any, player: int, legal: Sequence[int]) -> list[str]:
+    """ASCII names of ``legal`` for ``player``; duplicates (rare after ASCII folding) get ``#id`` appended."""
+    names = [state.action_to_string(player, a) for a in legal]
+    if _NOT_PRINTABLE.search("".join(names)):  # one scan for the whole list: names are almost always clean
+        names = [ascii_text(n) for n in names]
+    if len(set(names)) != len(names):
+        seen: dict[str, int] = {}
+        for name in names:
+            seen[name] = seen.get(name, 0) + 1
+        names = [f"{n}#{a}" if seen[n] > 1 else n for n, a in zip(names, legal, strict=True)]
+    return names
+
+
+def instructions(spec: GameSpec, params: Mapping[str, Any], num_players: int, opponents: str) -> str:
+    """The rules text for a system prompt: game, parameters, who the other seats are, rules, answer format."""
+    setting = ", ".join(f"{k}={v}" for k, v in sorted(params.items())) or "defaults"
+    who = (
+        "You play alone." if num_players == 1 else f"{num_players} players; the other seats are played by {opponents}."
+    )
+    return f"Game: {spec.title} (OpenSpiel {spec.name}; {setting}). {who}\nRules: {RULES[spec.name]}\n{ANSWER_FORMAT}"
+
+
+def seat_name(spec: GameSpec, player: int) -> str:
+    """``player 1 (o)``: the seat number and, where the game names its seats, that name."""
+    role = spec.roles[player] if player < len(spec.roles) else ""
+    return f"player {player} ({role})" if role else f"player {player}"
+
+
+# -- the state as one player sees it ----------------------------------------------------------------------------
+
+
+def player_view(spec: GameSpec, state: Any, player: int) -> str:
+    """The state as ``player`` may see it, in readable ASCII."""
+    if spec.view == "state":
+        raw = str(state)
+    elif spec.view == "information_state":
+        raw = state.information_state_string(player)
+    else:
+        raw = state.observation_string(player)
+    formatter = _FORMATTERS.get(spec.name)
+    return ascii_text(formatter(raw, state) if formatter else raw).strip("\n")
+
+
+def _chess(raw: str, state: Any) -> str:
+    fen = raw.strip()
+    placement, side = fen.split()[:2]
+    rows = []
+    for rank, row in zip(range(8, 0, -1), placement.split("/"), strict=False):
+        cells = "".join("." * int(c) if c.isdigit() else c for c in row)
+        rows.append(f"{rank} {' '.join(cells)}")
+    rows.append("  a b c d e f g h")
+    to_move = "White" if side == "w" else "Black"
+    return "\n".join(rows) + f"\nFEN: {fen}\n{to_move} to move."
+
+
+def _kuhn(raw: str, state: Any) -> str:
+    # Information state = own card digit followed by the betting so far (p = pass, b = bet).
+    card, history = int(raw[0]), raw[1:]
+    ranks = "JQKA"[: state.get_game().num_players() + 1]
+    moves = ", ".join({"p": "Pass", "b": "Bet"}[c] for c in history) or "none yet"
+    return (
+        f"Your card: {ranks[card]} (cards from low to high: {' < '.join(ranks)})\nActions so far from player 0: {moves}"
+    )
+
+
+def _leduc(raw: str, state: Any) -> str:
+    fields = dict(f.split(": ", 1) if ": " in f else (f, "") for f in raw.strip("[]").split("]["))
+    suits = 2
+    ranks = "JQKA"
+
+    def card(value: str) -> str:
+        return f"{ranks[int(value) // suits]} (card {value})"
+
+    names = {"0": "Fold", "1": "Call", "2": "Raise"}
+    lines = [f"Your private card: {card(fields['Private'])}"]
+    lines.append(f"Public card: {card(fields['Public'])}" if "Public" in fields else "Public card: not revealed yet")
+    lines.append(f"Betting round: {fields.get('Round', '?').strip()}")
+    lines.append(f"Pot: {fields.get('Pot', '?')}; money left per player: {fields.get('Money', '?')}")
+    for key in ("Round1", "Round2"):
+        if key in fields:
+            moves = ", ".join(names.get(m, m) for m in fields[key].split()) or "none"
+            lines.append(f"Bets in round {key[-1]}: {moves}")
+    return "\n".join(lines)
+
+
+def _liars_dice(raw: str, state: Any) -> str:
+    # Information state = own dice (one digit each), then each bid as quantity-face, then maybe "Liar".
+    dice, _, bids = raw.partition(" ")
+    return (
+        f"Your dice: {' '.join(dice)}\n"
+        f"Bids so far, oldest first, starting with player 0 (quantity-face): {bids or 'none yet'}"
+    )
+
+
+_FORMATTERS = {"chess": _chess, "kuhn_poker": _kuhn, "leduc_poker": _leduc, "liars_dice": _liars_dice}
+
+
+# -- the whole observation -----------------------------------------------------------------------------------------
+
+
+def observation_text(
+    spec: GameSpec,
+    view: str,
+    player: int,
+    num_players: int,
+    recent: Sequence[str],
+    legal: Sequence[int],
+    names: Sequence[str],
+    decision: int,
+    outcome: str | None = None,
+) -> str:
+    """Header (game, seat), moves since the seat's last turn, the state, then the legal actions or the outcome."""
+    seat = "you play alone" if num_players == 1 else f"you are {seat_name(spec, player)} of {num_players}"
+    lines = [f"{spec.title}: {seat}."]
+    if recent:
+        lines.append("Since your last turn: " + "; ".join(recent) + ".")
+    if outcome is not None:
+        lines += ["Final state:", view, outcome]
+        return "\n".join(lines)
+    lines += ["State:", view, f"Your turn (decision {decision}). Legal actions (id -> name):"]
+    lines += [f"{a} -> {n}" for a, n in zip(legal, names, strict=True)]
+    return "\n".join(lines)
+
+
+def outcome_text(returns: Sequence[float], player: int, score: float, forfeit: bool = False) -> str:
+    """``Game over. Returns: ...; your score ...`` for the final observation."""
+    parts = [f"player {i}{' (you)' if i == player else ''} {r:g}" for i, r in enumerate(returns)]
+    verdict = "win" if score > 0.5 else "draw" if score == 0.5 else "loss"
+    prefix = "Game over: you forfeited after too many invalid actions." if forfeit else "Game over."
+    return f"{prefix} Returns: {', '.join(parts)}. Your score: {score:.2f} ({verdict})."
+
+
+class MoveLog:
+    """Public moves of a perfect-information game, so each seat can be told what happened since its last turn.
+
+    In imperfect-information games nothing is logged: a move may be hidden (phantom tic-tac-toe) and each seat's
+    OpenSpiel string already says what that seat may know.
+    """
+
+    def __init__(self, spec: GameSpec, num_players: int, enabled: bool) -> None:
+        self.enabled = enabled
+        self._played = [f"{seat_name(spec, p)} played" for p in range(num_players)]
+        self.moves: list[tuple[int, str]] = []
+        self.seen = [0] * num_players
+
+    def record(self, state: Any, player: int, action: int) -> None:
+        """Call before applying ``action`` (its name depends on the state it is played in)."""
+        if self.enabled:
+            if player >= 0:
+                self.seen[player] = len(self.moves)
+            prefix = "chance:" if player < 0 else self._played[player]
+            self.moves.append((player, f"{prefix} {ascii_text(state.action_to_string(player, action))}"))
+
+    def recent(self, player: int) -> list[str]:
+        """Other seats' moves (and chance outcomes) since ``player`` last moved."""
+        return [m for p, m in self.moves[self.seen[player] :] if p != player] if self.enabled else []
+
+    def snapshot(self) -> tuple[tuple[tuple[int, str], ...], tuple[int, ...]]:
+        return tuple(self.moves), tuple(self.seen)
+
+    def restore(self, snapshot: tuple[tuple[tuple[int, str], ...], tuple[int, ...]]) -> None:
+        self.moves, self.seen = list(snapshot[0]), list(snapshot[1])
