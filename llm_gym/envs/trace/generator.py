@@ -123,7 +123,8 @@ def _setup(p: Program, n: int) -> None:
 def _level1(p: Program) -> None:
     basic.new_int(p)
     basic.new_str(p)
-    for _ in range(p.rng.randint(3, 5)):
+    p.rng.choice((basic.int_update, basic.new_float))(p)  # some arithmetic in every program
+    for _ in range(p.rng.randint(2, 4)):
         p.rng.choice(basic.LEVEL1)(p)
         if p.rng.random() < 0.35:
             basic.show(p)

@@ -1,0 +1,165 @@
+"""The Trace sandbox contains hostile programs, each with its status, and keeps working afterwards."""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from llm_gym.envs.trace.confine import UID_BASE
+from llm_gym.envs.trace.sandbox import STATUSES, ForkServerSandbox, FreshInterpreterSandbox, SandboxLimits
+
+FAST = SandboxLimits(wall_seconds=2.0, cpu_seconds=1.0)
+KERNEL_ONLY = SandboxLimits(wall_seconds=2.0, cpu_seconds=1.0, audit_guard=False)
+
+
+@pytest.fixture(scope="module")
+def box() -> ForkServerSandbox:
+    sandbox = ForkServerSandbox()
+    yield sandbox
+    sandbox.close()
+
+
+def _outside_path() -> Path:
+    return Path(tempfile.gettempdir()) / f"llm-gym-trace-escape-{os.getpid()}.txt"
+
+
+def _sandbox_processes() -> list[int]:
+    """Live processes running under a sandbox uid (there must be none between runs)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                uid = os.stat(f"/proc/{entry}").st_uid
+            except OSError:
+                continue
+            if uid >= UID_BASE:
+                found.append(int(entry))
+    return found
+
+
+def test_runs_a_program_with_stdin_in_a_fresh_directory(box: ForkServerSandbox) -> None:
+    code = (
+        "import os\nname = input()\nprint('hi', name, sum(range(5)))\nprint(os.listdir('.'))\nopen('f', 'w').write('x')"
+    )
+    result = box.run(code, stdin="ada\n")
+    assert result.status == "ok", result
+    assert result.stdout == "hi ada 10\n[]\n"  # the file of this run is not seen by the next one
+    assert box.run(code, stdin="bob\n").stdout == "hi bob 10\n[]\n"
+
+
+def test_output_does_not_depend_on_the_run(box: ForkServerSandbox) -> None:
+    code = "import random\nprint({'pear', 'fig', 'kiwi'}, hash('abc'), random.random())"
+    assert box.run(code).stdout == box.run(code).stdout
+
+
+def test_isolation_layers_are_reported(box: ForkServerSandbox) -> None:
+    box.run("pass")
+    assert set(box.isolation) == {"network", "filesystem", "uid", "signals", "processes"}
+
+
+HOSTILE = {
+    "infinite loop": ("while True:\n    pass", "timeout"),
+    "sleeping forever": ("import time\ntime.sleep(60)", "timeout"),
+    "memory bomb": ("x = bytearray(10**10)", "memory"),
+    "slow memory bomb": ("xs = []\nwhile True:\n    xs.append('x' * 10**6)", "memory"),
+    "deep recursion": ("def f(n):\n    return f(n + 1)\nf(0)", "error"),
+    # Recursion through a C function (map) uses the C stack, so a raised limit ends in SIGSEGV.
+    "C stack overflow": (
+        "import sys\nsys.setrecursionlimit(10**6)\ndef f(n):\n    return list(map(f, [n + 1]))\nf(0)",
+        "crashed",
+    ),
+    "huge output": ("while True:\n    print('x' * 1000)", "output_limit"),
+    "huge file": ("open('big', 'w').write('x' * (2 << 20))", "file_limit"),
+    "fork bomb": ("import os\nwhile True:\n    os.fork()", "process_limit"),
+    "write outside": (f"open({str(_outside_path())!r}, 'w').write('escaped')", "blocked"),
+    "open a socket": ("import socket\nsocket.create_connection(('127.0.0.1', 9))", "blocked"),
+    "kill the parent": ("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)", "blocked"),
+    "start a program": ("import subprocess\nsubprocess.run(['true'])", "blocked"),
+    "native code": ("import ctypes\nctypes.CDLL(None).getpid()", "blocked"),
+    "uncaught error": ("print('before')\n1 / 0", "error"),
+    "syntax error": ("def f(:\n    pass", "error"),
+}
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_program_is_contained(box: ForkServerSandbox, name: str) -> None:
+    code, status = HOSTILE[name]
+    server = box.server_pid
+    result = box.run(code, limits=FAST)
+    assert result.status == status, (result.status, result.detail, result.stderr[-500:])
+    assert result.status in STATUSES and result.detail
+    assert not _outside_path().exists()
+    assert not _sandbox_processes(), "everything the program started is gone"
+    after = box.run("print(6 * 7)", limits=FAST)
+    assert after.status == "ok" and after.stdout == "42\n", "the sandbox keeps working"
+    assert server is None or box.server_pid == server, "the server survived"
+
+
+def test_uncaught_error_keeps_the_output_before_it(box: ForkServerSandbox) -> None:
+    result = box.run(HOSTILE["uncaught error"][0], limits=FAST)
+    assert result.stdout == "before\n" and "ZeroDivisionError" in result.detail
+
+
+def _require(box: ForkServerSandbox, layer: str, prefix: str) -> None:
+    box.run("pass")
+    if not box.isolation.get(layer, "").startswith(prefix):
+        pytest.skip(f"this kernel/user gives no {layer} layer {prefix!r}: {box.isolation}")
+
+
+def test_kernel_denies_writes_outside_without_the_audit_hook(box: ForkServerSandbox) -> None:
+    _require(box, "filesystem", "landlock")
+    result = box.run(f"open({str(_outside_path())!r}, 'w').write('escaped')", limits=KERNEL_ONLY)
+    assert result.status == "error" and "PermissionError" in result.detail
+    assert not _outside_path().exists()
+    assert box.run("open('inside', 'w').write('ok')\nprint(open('inside').read())", limits=KERNEL_ONLY).stdout == "ok\n"
+
+
+def test_kernel_denies_network_without_the_audit_hook(box: ForkServerSandbox) -> None:
+    _require(box, "network", "namespace")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.settimeout(0.3)
+        port = listener.getsockname()[1]
+        # UDP: Landlock does not cover it, so this checks the network namespace itself.
+        code = f"import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.sendto(b'leak', ('127.0.0.1', {port}))"
+        result = box.run(code, limits=KERNEL_ONLY)
+        assert result.status == "error" and "OSError" in result.detail, result
+        with pytest.raises(TimeoutError):
+            listener.recvfrom(16)
+
+
+def test_kernel_denies_killing_the_parent_without_the_audit_hook(box: ForkServerSandbox) -> None:
+    server = box.server_pid
+    result = box.run("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)", limits=KERNEL_ONLY)
+    assert result.status == "error" and "PermissionError" in result.detail
+    assert box.run("print(1)").ok and box.server_pid == server
+
+
+def test_kernel_denies_starting_programs_without_the_audit_hook(box: ForkServerSandbox) -> None:
+    _require(box, "filesystem", "landlock")
+    result = box.run("import subprocess\nsubprocess.run(['/bin/true'])", limits=KERNEL_ONLY)
+    assert result.status == "error" and "PermissionError" in result.detail
+
+
+def test_a_dead_server_is_replaced() -> None:
+    box = ForkServerSandbox()
+    assert box.run("print(1)").ok
+    os.kill(box.server_pid, 9)
+    result = box.run("print(2)")  # the dead server is noticed, and either reported or replaced at once
+    assert result.status in ("ok", "crashed")
+    assert box.run("print(3)").stdout == "3\n"
+    box.close()
+
+
+def test_fresh_interpreter_isolates_the_same_way(box: ForkServerSandbox) -> None:
+    fresh = FreshInterpreterSandbox()
+    for name in ("write outside", "open a socket", "memory bomb", "uncaught error"):
+        code, status = HOSTILE[name]
+        assert fresh.run(code, limits=FAST).status == status == box.run(code, limits=FAST).status
+    code = "print(input()[::-1], {'b', 'a', 'c'})"
+    assert fresh.run(code, "abc\n").stdout == box.run(code, "abc\n").stdout == "cba {'c', 'a', 'b'}\n"
+    fresh.close()

@@ -1,0 +1,80 @@
+"""Trace scoring: think blocks, fences, whitespace normalisation, partial credit."""
+
+from __future__ import annotations
+
+import pytest
+
+from llm_gym.envs.trace.scoring import extract_answer, lcs_length, normalise, score
+
+EXPECTED = "__DBG_1__ x=1\n  indented\n\nlast line\n"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        EXPECTED,
+        "__DBG_1__ x=1   \n  indented\t\n\nlast line",  # trailing spaces and tabs, no final newline
+        "\n\n__DBG_1__ x=1\r\n  indented\r\n\r\nlast line\r\n\n",  # CRLF, blank lines around
+        "```\n__DBG_1__ x=1\n  indented\n\nlast line\n```",
+        "Here it is:\n```output\n__DBG_1__ x=1\n  indented\n\nlast line\n```\nDone.",
+        "```python\nprint(1)\n```\nprints:\n```text\n__DBG_1__ x=1\n  indented\n\nlast line\n```",  # last block
+        "<think>x is 1, so\n```\nwrong\n```</think>\n__DBG_1__ x=1\n  indented\n\nlast line",
+        "<THINK>hm</THINK>```\n__DBG_1__ x=1\n  indented\n\nlast line",  # unclosed fence (cut off)
+        "the opening tag was in the prompt... </think>\n__DBG_1__ x=1\n  indented\n\nlast line\n",
+    ],
+)
+def test_equivalent_answers_match(answer: str) -> None:
+    result = score(answer, EXPECTED)
+    assert result.exact and result.partial == 1.0 and result.diff == ""
+    assert result.reward("exact") == result.reward("partial") == 1.0
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "__DBG_1__ x=1\nindented\n\nlast line",  # leading spaces are output
+        "__DBG_1__ x=1\n  indented\nlast line",  # inner blank lines too
+        "__dbg_1__ x=1\n  indented\n\nlast line",  # case
+        "__DBG_1__ x = 1\n  indented\n\nlast line",  # inner spaces
+        "<think>__DBG_1__ x=1\n  indented\n\nlast line",  # all of it is unfinished thinking
+        "",
+    ],
+)
+def test_different_answers_do_not_match(answer: str) -> None:
+    result = score(answer, EXPECTED)
+    assert not result.exact and result.reward("exact") == 0.0
+    assert 0.0 <= result.partial < 1.0
+    assert result.diff.startswith("--- expected\n+++ answer")
+
+
+def test_normalise() -> None:
+    assert normalise("\n\n a \t\r\nb  \r\n\n") == " a\nb"
+    assert normalise("") == ""
+
+
+def test_extract_answer() -> None:
+    assert extract_answer("```1 2```") == "1 2"
+    assert extract_answer("no fence") == "no fence"
+    assert extract_answer(42) == "42"
+    assert extract_answer("<think>a</think>b<think>c</think>d") == "bd"
+
+
+def test_partial_credit_counts_expected_lines_in_order() -> None:
+    expected = "a\nb\nc\nd"
+    assert score("a\nb\nc", expected).partial == pytest.approx(3 / 4)
+    assert score("a\nX\nc\nd", expected).partial == pytest.approx(3 / 4)
+    assert score("d\nc\nb\na", expected).partial == pytest.approx(1 / 4)  # order matters
+    assert score("nothing right", expected).partial == 0.0
+    # Extra lines count against the answer: padding does not pay.
+    assert score("a\nb\nc\nd\nx\ny\nz\nw", expected).partial == pytest.approx(4 / 8)
+    assert score("", "").exact and score("", "").partial == 1.0
+
+
+def test_lcs_length() -> None:
+    assert lcs_length(list("abcbdab"), list("bdcaba")) == 4
+    assert lcs_length([], ["a"]) == 0
+
+
+def test_long_diffs_are_cut() -> None:
+    result = score("\n".join(f"y{i}" for i in range(100)), "\n".join(f"x{i}" for i in range(100)))
+    assert result.diff.count("\n") <= 21 and "more diff lines" in result.diff
