@@ -285,7 +285,7 @@ GAMES: tuple[GameSpec, ...] = (
         roles=("South (houses A-F)", "North (houses a-f)"),
     ),
     # -- extras (indexes 22+) ---------------------------------------------------------------------------------------
-    GameSpec("tic_tac_toe", "Tic-Tac-Toe", _variants({}), max_turns=9, roles=("x", "o")),
+    GameSpec("tic_tac_toe", "Tic-Tac-Toe", _variants({}), max_turns=9, mcts_simulations=400, roles=("x", "o")),
     GameSpec("connect_four", "Connect Four", _variants({}), max_turns=42, roles=("x", "o")),
     GameSpec(
         "kuhn_poker",

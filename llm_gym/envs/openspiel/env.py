@@ -40,7 +40,7 @@ class OpenSpielSnapshot:
     state: Any
     rng_states: tuple[Any, Any]
     opponents: tuple[tuple[int, Opponent, Any], ...]
-    counters: tuple[int, int, float, bool]
+    counters: tuple[tuple[int, ...], int, float, bool]
     log: Any
 
 
@@ -189,13 +189,13 @@ class OpenSpielEnv(gym.Env):
                 self._forfeit = True
         if not self._forfeit:
             self._play_learner(chosen)
-            self._turns += 1
+            self._decisions[self.seat] += 1
             self._advance()
         obs, info = self._observe(penalty, invalid)
         reward = info["game_return"] - self._previous_return - penalty
         self._previous_return = info["game_return"]
         terminated = self._done
-        truncated = not terminated and self._turns >= self.max_turns
+        truncated = not terminated and self._decisions[self.seat] >= self.max_turns
         self._done = terminated or truncated
         return obs, reward, terminated, truncated, info
 
@@ -206,7 +206,8 @@ class OpenSpielEnv(gym.Env):
 
     def _start(self) -> None:
         self.state = self.game.new_initial_state()
-        self._turns, self._invalid, self._previous_return = 0, 0, 0.0
+        self._invalid, self._previous_return = 0, 0.0
+        self._decisions = [0] * self.num_players  # per seat: what a seat is told must not count the others' turns
         self._forfeit = self._done = False
         self._log = text.MoveLog(self.game_spec, self.num_players, self._perfect)
         self._advance()
@@ -214,7 +215,7 @@ class OpenSpielEnv(gym.Env):
     def _play_learner(self, action: int) -> None:
         state = self.state
         if state.is_simultaneous_node():
-            joint = [action if p == self.seat else self._opponents[p].act(state, p) for p in range(self.num_players)]
+            joint = [action if p == self.seat else self._opponent_move(p) for p in range(self.num_players)]
             self._log_joint(joint)
             state.apply_actions(joint)
         else:
@@ -232,16 +233,21 @@ class OpenSpielEnv(gym.Env):
             elif state.is_simultaneous_node():
                 if state.legal_actions(self.seat):
                     return
-                joint = [self._opponents[p].act(state, p) if p != self.seat else 0 for p in range(self.num_players)]
+                joint = [self._opponent_move(p) if p != self.seat else 0 for p in range(self.num_players)]
                 self._log_joint(joint)
                 state.apply_actions(joint)
             else:
                 player = state.current_player()
                 if player == self.seat:
                     return
-                action = self._opponents[player].act(state, player)
+                action = self._opponent_move(player)
                 self._log.record(state, player, action)
                 state.apply_action(action)
+
+    def _opponent_move(self, player: int) -> int:
+        action = self._opponents[player].act(self.state, player)
+        self._decisions[player] += 1
+        return action
 
     def _log_joint(self, joint: list[int]) -> None:
         for player, action in enumerate(joint):
@@ -260,7 +266,7 @@ class OpenSpielEnv(gym.Env):
             recent,
             legal,
             names,
-            self._turns + 1,
+            self._decisions[player] + 1,
             outcome,
         )
         if len(body) > MAX_OBSERVATION_CHARS:
@@ -289,7 +295,7 @@ class OpenSpielEnv(gym.Env):
             "variant": self.task.variant,
             "player": self.seat,
             "num_players": self.num_players,
-            "turn": self._turns,
+            "turn": self._decisions[self.seat],
             "returns": returns,
             "game_return": game_return,
             "score": score,
@@ -335,7 +341,7 @@ class OpenSpielEnv(gym.Env):
             state=self.state.clone(),
             rng_states=(self._chance_rng.getstate(), self._fallback_rng.getstate()),
             opponents=tuple((p, o, o.snapshot()) for p, o in self._opponents.items()),
-            counters=(self._turns, self._invalid, self._previous_return, self._forfeit),
+            counters=(tuple(self._decisions), self._invalid, self._previous_return, self._forfeit),
             log=self._log.snapshot(),
         )
 
@@ -352,8 +358,9 @@ class OpenSpielEnv(gym.Env):
         for player, opponent, opponent_state in snapshot.opponents:
             opponent.restore(opponent_state)
             self._opponents[player] = opponent
-        self._turns, self._invalid, self._previous_return, self._forfeit = snapshot.counters
+        decisions, self._invalid, self._previous_return, self._forfeit = snapshot.counters
+        self._decisions = list(decisions)
         self._log = text.MoveLog(self.game_spec, self.num_players, self._perfect)
         self._log.restore(snapshot.log)
         self._observe(0.0, False)
-        self._done = self.state.is_terminal() or self._forfeit or self._turns >= self.max_turns
+        self._done = self.state.is_terminal() or self._forfeit or self._decisions[self.seat] >= self.max_turns

@@ -125,6 +125,7 @@ class OpenSpielAECEnv(AECEnv):
         self._returns = [0.0] * self.num_players
         self._invalid = [0] * self.num_players
         self._turns = 0
+        self._decisions = [0] * self.num_players  # per seat: a global count would reveal that others moved
         self._pending: dict[int, int] = {}
         self.state = self.game.new_initial_state()
         self._log = text.MoveLog(self.game_spec, self.num_players, self._perfect)
@@ -149,6 +150,7 @@ class OpenSpielAECEnv(AECEnv):
             penalty = self.invalid_action.penalty
             chosen = legal[self._rng.randrange(len(legal))]
         self._turns += 1
+        self._decisions[player] += 1
         state = self.state
         if state.is_simultaneous_node():
             self._pending[player] = chosen
@@ -190,7 +192,7 @@ class OpenSpielAECEnv(AECEnv):
             self._log.recent(player),
             legal,
             text.action_names(self.state, player, legal),
-            self._turns + 1,
+            self._decisions[player] + 1,
             outcome,
         )
         tensor = np.zeros(self.tensor_size, dtype=np.float32)

@@ -1,0 +1,116 @@
+"""``mcts``: OpenSpiel's own MCTS bot (random rollouts) playing the learner's seat of any OpenSpiel env.
+
+It does not learn; ``train`` records how it plays, a reference line for the learners. The policy rebuilds the game
+from ``info["game_string"]`` and ``info["history"]`` and searches from there. Where information is hidden it searches
+states sampled from *its own seat's* information state (the same determinization the MCTS opponent uses), so it
+never looks at the other seats' cards even though the history in ``info`` holds them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import llm_gym
+from llm_gym.agent import AgentConfig, EnvConfig, Policy
+from llm_gym.agents.baselines import BaselineAgent
+from llm_gym.envs.catalog import env_family, env_spec
+from llm_gym.errors import UnsupportedEnvError
+
+
+@dataclass(frozen=True, kw_only=True)
+class MCTSAgentConfig(AgentConfig):
+    """The MCTS budget; every field left at None takes the game's default from the OpenSpiel catalog."""
+
+    simulations: int | None = None
+    """Simulations per move (None: the game's default, sized for well under a second a move)."""
+    rollouts: int = 1
+    """Random rollouts per leaf evaluation."""
+    uct_c: float = 2.0
+    """UCT exploration constant."""
+    rollout_length: int | None = None
+    """Cut rollouts after this many moves (None: the game's default; 0: play to the end)."""
+    determinizations: int = 4
+    """Sampled states searched per move where information is hidden."""
+
+
+class MCTSPolicy:
+    """Searches every env's current state with one MCTS bot per game (bots are cached by game string)."""
+
+    def __init__(self, config: MCTSAgentConfig) -> None:
+        from llm_gym.envs.openspiel.opponents import MCTSConfig
+
+        self.config = config
+        self.mcts = MCTSConfig(
+            simulations=config.simulations,
+            rollouts=config.rollouts,
+            uct_c=config.uct_c,
+            rollout_length=config.rollout_length,
+            determinizations=config.determinizations,
+        )
+        self._bots: dict[str, Any] = {}
+
+    def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
+        return [self._act(info) for info in infos]
+
+    def _act(self, info: Mapping[str, Any]) -> int:
+        if "game_string" not in info or "history" not in info:
+            raise UnsupportedEnvError("the mcts agent plays OpenSpiel envs only (their info carries the game history)")
+        game, bot = self._bot(info["game_string"], info["game"])
+        state = _replay(game, info["history"])
+        return bot.act(state, int(info["player"]))
+
+    def _bot(self, game_string: str, name: str) -> tuple[Any, Any]:
+        if game_string not in self._bots:
+            from llm_gym.envs.openspiel.catalog import game_spec
+            from llm_gym.envs.openspiel.core import pyspiel_module
+            from llm_gym.envs.openspiel.opponents import MCTSOpponent
+
+            game = pyspiel_module().load_game(game_string)
+            seed = self.config.seed * 1_000_003 + len(self._bots)
+            self._bots[game_string] = (game, MCTSOpponent(game, game_spec(name), self.mcts, seed))
+        return self._bots[game_string]
+
+
+def _replay(game: Any, history: Sequence[int]) -> Any:
+    """The state after ``history``; a simultaneous round takes one action per player from the history."""
+    state = game.new_initial_state()
+    index, players = 0, game.num_players()
+    while index < len(history):
+        if state.is_simultaneous_node():
+            state.apply_actions(list(history[index : index + players]))
+            index += players
+        else:
+            state.apply_action(history[index])
+            index += 1
+    return state
+
+
+class MCTSAgent(BaselineAgent):
+    name = "mcts"
+    description = "OpenSpiel's MCTS bot with random rollouts (determinized where information is hidden)."
+    Config = MCTSAgentConfig
+
+    def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
+        if env_family(env.env_id) != "openspiel":
+            raise UnsupportedEnvError(f"the mcts agent plays OpenSpiel envs only, not {env.env_id}; try --agent random")
+        game = env_spec(env.env_id).kwargs.get("game") or env.kwargs.get("game")
+        if game is not None:
+            _check_terminal_rewards(str(game))
+        return MCTSPolicy(self.config)
+
+
+def _check_terminal_rewards(name: str) -> None:
+    from llm_gym.envs.openspiel.catalog import game_spec
+    from llm_gym.envs.openspiel.core import load_game, pyspiel_module
+
+    game = load_game(name, game_spec(name).variants[0])
+    if game.get_type().reward_model != pyspiel_module().GameType.RewardModel.TERMINAL:
+        raise UnsupportedEnvError(f"OpenSpiel's MCTS needs terminal rewards; {name} pays rewards every move")
+
+
+@llm_gym.hookimpl
+def register_agents(register) -> None:
+    register(MCTSAgent)
