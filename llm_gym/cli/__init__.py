@@ -19,10 +19,24 @@ def build_app() -> typer.Typer:
     app = typer.Typer(
         name="llm-gym",
         help="Train language models to play games with reinforcement learning.",
-        no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
     )
+
+    @app.callback(invoke_without_command=True)
+    def root(
+        ctx: typer.Context,
+        version: bool = typer.Option(False, "--version", help="Print the llm-gym version and exit."),
+    ) -> None:
+        if version:
+            from llm_gym import __version__
+
+            print(f"llm-gym {__version__}")
+            raise typer.Exit()
+        if ctx.invoked_subcommand is None:
+            print(ctx.get_help())
+            raise typer.Exit()
+
     for module in BUILTIN_COMMANDS:
         module.register(app)
     manager = get_plugin_manager()

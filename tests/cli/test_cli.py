@@ -141,3 +141,11 @@ def test_train_from_a_config_file(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     (run_dir,) = (tmp_path / "runs").iterdir()
     assert run_dir.name.startswith("LLMPong-v0__random__9__")
+
+
+def test_version_and_bare_invocation() -> None:
+    from llm_gym import __version__
+
+    assert invoke("--version").output.strip() == f"llm-gym {__version__}"
+    bare = invoke()
+    assert bare.exit_code == 0 and "Commands" in bare.output
