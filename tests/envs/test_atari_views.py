@@ -190,3 +190,18 @@ def test_vector_env_batches_text_observations() -> None:
     obs, rewards, *_ = envs.step(np.array([1, 2, 3]))
     assert rewards.shape == (3,)
     envs.close()
+
+
+@pytest.mark.parametrize("game", ["Breakout", "Pong"])
+def test_incremental_ascii_equals_a_fresh_drawing(game: str) -> None:
+    env = gym.make(f"LLM{game}-ascii-v0", preset="compact")
+    obs, info = env.reset(seed=2)
+    fresh = type(env.unwrapped.game)
+    names = env.unwrapped.ale_action_names
+    for step in range(400):
+        state = info["game_state"]
+        assert obs == fresh(16, 32).draw(state), f"step {step}"
+        action = names.index(env.unwrapped.game.scripted_action(state)) if step % 3 else int(step % len(names))
+        obs, _, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            obs, info = env.reset()

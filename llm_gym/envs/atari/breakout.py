@@ -94,7 +94,6 @@ class Breakout(AtariGame):
         self._cell_bricks = overlap[cells].astype(np.float32)
         self._brick_bytes = b""
         self._drawn_bricks: tuple[tuple[bool, ...], ...] | None = None
-        self._brick_chars = np.zeros(len(cells), dtype=np.uint8)
         self._paddle_row = self.grid.row(PADDLE_Y)
 
     def _cell_brick_overlap(self) -> np.ndarray:
@@ -157,17 +156,17 @@ class Breakout(AtariGame):
         cells[1, :] = ord("-")
 
     def draw(self, state: BreakoutState) -> str:
-        cells = self.canvas.clear()
+        canvas = self.canvas
+        canvas.begin()
         if state.bricks is not self._drawn_bricks:  # the wall changes on few steps
             standing = self._cell_bricks @ np.asarray(state.bricks, dtype=np.float32).reshape(-1) > 0
-            self._brick_chars = np.where(standing, ord("#"), ord(" ")).astype(np.uint8)
+            canvas.set_static(self._brick_rows, self._brick_cols, np.where(standing, ord("#"), ord(" ")))
             self._drawn_bricks = state.bricks
-        cells[self._brick_rows, self._brick_cols] = self._brick_chars
-        cells[self._paddle_row, self.grid.col_span(state.paddle_x, state.paddle_x + PADDLE_WIDTH)] = ord("=")
+        canvas.put(self._paddle_row, self.grid.col_span(state.paddle_x, state.paddle_x + PADDLE_WIDTH), "=")
         if state.ball_x is not None:
-            cells[self.grid.row(state.ball_y + 2), self.grid.col(state.ball_x + 1)] = ord("o")
-        self.canvas.header(f"score {state.score} lives {state.lives} bricks {state.bricks_left}")
-        return self.canvas.render()
+            canvas.put(self.grid.row(state.ball_y + 2), self.grid.col(state.ball_x + 1), "o")
+        canvas.header(f"score {state.score} lives {state.lives} bricks {state.bricks_left}")
+        return canvas.render()
 
     def potential(self, state: BreakoutState) -> float:
         if state.ball_x is None:

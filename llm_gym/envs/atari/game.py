@@ -42,7 +42,8 @@ class AtariGame(abc.ABC):
     def __init__(self, rows: int, cols: int) -> None:
         self.grid = GridMap(rows, cols, *self.play_area)
         self.canvas = Canvas(rows, cols)
-        self.draw_background(self.canvas.background[:, :-1])
+        self.draw_background(self.canvas.static)
+        self.canvas.reset()
 
     @abc.abstractmethod
     def read(self, ram: np.ndarray, previous: Any | None) -> Any:

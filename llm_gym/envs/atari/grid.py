@@ -56,23 +56,55 @@ class GridMap:
 
 
 class Canvas:
-    """A reusable byte canvas of ``rows`` lines of ``cols`` characters."""
+    """A reusable byte canvas of ``rows`` lines of ``cols`` characters, redrawn incrementally.
+
+    ``background`` is the static layer (walls, and the brick wall between changes); moving things are drawn with
+    :meth:`put` and erased back to the static layer at the next :meth:`begin`, so a frame costs a handful of tiny
+    array writes instead of a full copy.
+    """
 
     def __init__(self, rows: int, cols: int) -> None:
         self.rows, self.cols = rows, cols
         self.background = np.full((rows, cols + 1), _SPACE, dtype=np.uint8)
         self.background[:, -1] = _NEWLINE
         self.pixels = self.background.copy()
+        self._moving: list[tuple[object, object]] = []
+        self._header = b""
 
-    def clear(self) -> np.ndarray:
-        """Start a frame from the background; returns the writable (rows, cols) view."""
+    @property
+    def static(self) -> np.ndarray:
+        """The writable (rows, cols) view of the static layer, for drawing walls once."""
+        return self.background[:, :-1]
+
+    def reset(self) -> None:
+        """Forget everything drawn: the canvas shows the static layer again."""
         np.copyto(self.pixels, self.background)
-        return self.pixels[:, :-1]
+        self._moving.clear()
+        self._header = b""
+
+    def begin(self) -> None:
+        """Start a frame: erase what :meth:`put` drew in the last one."""
+        for index in self._moving:
+            self.pixels[index] = self.background[index]
+        self._moving.clear()
+
+    def put(self, rows: object, cols: object, char: str) -> None:
+        """Draw a moving thing (erased at the next :meth:`begin`)."""
+        self.pixels[rows, cols] = ord(char)
+        self._moving.append((rows, cols))
+
+    def set_static(self, rows: np.ndarray, cols: np.ndarray, values: np.ndarray) -> None:
+        """Change part of the static layer (and the frame) in place."""
+        self.background[rows, cols] = values
+        self.pixels[rows, cols] = values
 
     def header(self, text: str) -> None:
         """Write ``text`` (cut to the width) on row 0."""
         raw = text.encode("ascii", "replace")[: self.cols]
-        self.pixels[0, : len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+        if raw != self._header:
+            self.pixels[0, :-1] = self.background[0, :-1]
+            self.pixels[0, : len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+            self._header = raw
 
     def render(self) -> str:
         """The frame as one string, rows joined by newlines."""

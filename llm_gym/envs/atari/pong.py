@@ -99,13 +99,14 @@ class Pong(AtariGame):
         cells[2:-1, self.grid.col(80)] = ord(":")
 
     def draw(self, state: PongState) -> str:
-        cells = self.canvas.clear()
-        cells[self.grid.row_span(state.player_y, state.player_y + PADDLE_HEIGHT), self._player_col] = ord("#")
-        cells[self.grid.row_span(state.cpu_y, state.cpu_y + PADDLE_HEIGHT), self._cpu_col] = ord("|")
+        canvas = self.canvas
+        canvas.begin()
+        canvas.put(self.grid.row_span(state.player_y, state.player_y + PADDLE_HEIGHT), self._player_col, "#")
+        canvas.put(self.grid.row_span(state.cpu_y, state.cpu_y + PADDLE_HEIGHT), self._cpu_col, "|")
         if state.ball_x is not None:
-            cells[self.grid.row(state.ball_y + 2), self.grid.col(state.ball_x + 1)] = ord("o")
-        self.canvas.header(f"you {state.player_score} cpu {state.cpu_score}")
-        return self.canvas.render()
+            canvas.put(self.grid.row(state.ball_y + 2), self.grid.col(state.ball_x + 1), "o")
+        canvas.header(f"you {state.player_score} cpu {state.cpu_score}")
+        return canvas.render()
 
     def potential(self, state: PongState) -> float:
         if state.ball_x is None:
