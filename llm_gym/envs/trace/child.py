@@ -18,6 +18,7 @@ import builtins
 import contextlib
 import errno
 import io
+import marshal
 import os
 import sys
 import traceback
@@ -161,11 +162,45 @@ def execute(code: CodeType, workdir: str, guard: Guard | None) -> int:
 def run(code: CodeType, workdir: str, limits: dict, guard: Guard | None, *, new_network: bool) -> NoReturn:
     """Confine this process and run ``code`` (compiled, file name ``<program>``); never returns."""
     try:
-        _confine.confine(workdir, limits, new_network=new_network)
+        _confine.enter(workdir, new_network=new_network)
+        _confine.limit(limits)
     except BaseException as exc:
-        os.write(2, f"[sandbox] setup failed: {exc!r}\n".encode())
-        os._exit(EXIT_SETUP)
+        _setup_failed(exc)
     os._exit(execute(code, workdir, guard))
+
+
+def serve_spare(control_fd: int, workdir: str, guard: Guard, *, new_network: bool) -> NoReturn:
+    """A fork server's spare child: confine now, then wait for the program on ``control_fd``; never returns.
+
+    The request (from the server: trusted) is a marshalled dict: ``code`` (a code object), ``stdin`` (bytes),
+    ``limits`` and ``audit_guard``. It arrives whole, then the server closes its end.
+    """
+    try:
+        _confine.enter(workdir, new_network=new_network)
+    except BaseException as exc:
+        _setup_failed(exc)
+    chunks = []
+    while chunk := os.read(control_fd, 1 << 16):
+        chunks.append(chunk)
+    os.close(control_fd)
+    if not chunks:  # the server went away or discarded this spare
+        os._exit(EXIT_SETUP)
+    request = marshal.loads(b"".join(chunks))
+    try:
+        stdin = os.memfd_create("stdin")
+        os.write(stdin, request["stdin"])
+        os.lseek(stdin, 0, os.SEEK_SET)
+        os.dup2(stdin, 0)
+        os.close(stdin)
+        _confine.limit(request["limits"])
+    except BaseException as exc:
+        _setup_failed(exc)
+    os._exit(execute(request["code"], workdir, guard if request["audit_guard"] else None))
+
+
+def _setup_failed(exc: BaseException) -> NoReturn:
+    os.write(2, f"[sandbox] setup failed: {exc!r}\n".encode())
+    os._exit(EXIT_SETUP)
 
 
 def compile_program(code: str) -> CodeType | str:

@@ -88,9 +88,15 @@ def _check(result: int, what: str) -> int:
 
 
 def landlock_abi() -> int:
-    """The kernel's Landlock ABI version, 0 when Landlock is missing or disabled."""
-    version = _libc.syscall(_SYS_LANDLOCK["create_ruleset"], None, ctypes.c_size_t(0), ctypes.c_uint32(1))
-    return max(int(version), 0)
+    """The kernel's Landlock ABI version, 0 when Landlock is missing or disabled (asked once per process tree)."""
+    global _abi
+    if _abi is None:
+        version = _libc.syscall(_SYS_LANDLOCK["create_ruleset"], None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+        _abi = max(int(version), 0)
+    return _abi
+
+
+_abi: int | None = None
 
 
 def is_root() -> bool:
@@ -164,11 +170,11 @@ def _landlock(workdir: str, abi: int) -> None:
         os.close(ruleset)
 
 
-def confine(workdir: str, limits: dict, *, new_network: bool) -> int | None:
-    """Confine the calling process to ``workdir`` under ``limits``; irreversible. Returns the sandbox uid or None.
+def enter(workdir: str, *, new_network: bool) -> int | None:
+    """Confine the calling process to ``workdir`` (everything but the rlimits); irreversible.
 
-    ``limits`` holds ``cpu_seconds``, ``memory_bytes``, ``file_bytes``, ``max_processes``, ``max_open_files``.
-    ``new_network`` enters a private network namespace here (the fork server does it once for all its children).
+    Returns the sandbox uid (None when not root). ``new_network`` enters a private network namespace here (the
+    fork server does it once for all its children).
     """
     os.setsid()  # own session and process group: one killpg() reaches everything that did not setsid() again
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -178,6 +184,18 @@ def confine(workdir: str, limits: dict, *, new_network: bool) -> int | None:
     if uid is not None:
         os.chown(workdir, uid, uid)
     os.chdir(workdir)
+    _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
+    abi = landlock_abi()
+    if abi:
+        _landlock(workdir, abi)
+    if uid is not None:
+        _become(uid)
+    return uid
+
+
+def limit(limits: dict) -> None:
+    """Apply the resource limits: ``cpu_seconds``, ``memory_bytes``, ``file_bytes``, ``max_processes``,
+    ``max_open_files`` (only ever lowered, so this works after :func:`enter` dropped privileges)."""
     cpu = max(1, int(limits["cpu_seconds"] + 0.999))
     for name, value in (
         (resource.RLIMIT_CPU, (cpu, cpu + 1)),  # SIGXCPU at the soft limit, SIGKILL one second later
@@ -188,13 +206,6 @@ def confine(workdir: str, limits: dict, *, new_network: bool) -> int | None:
         (resource.RLIMIT_CORE, (0, 0)),
     ):
         resource.setrlimit(name, value)
-    _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
-    abi = landlock_abi()
-    if abi:
-        _landlock(workdir, abi)
-    if uid is not None:
-        _become(uid)
-    return uid
 
 
 def _become(uid: int) -> None:

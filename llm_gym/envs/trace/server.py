@@ -9,18 +9,22 @@ subreaper, pre-imports the modules programs commonly use, then serves requests o
 
 The first response, sent unasked, is ``{"ready": true, "isolation": {...}, "pid": N}``. EOF on stdin ends it.
 Each child gets a fresh temp directory (deleted afterwards), its stdin from a memfd and the limits of the
-request, through the same :func:`child.run` the fresh-interpreter baseline uses.
+request, through the same :mod:`confine` and :func:`child.execute` the fresh-interpreter baseline uses. The next
+child is forked and confined ahead of time (a "spare"), while the client is busy with the previous answer.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
+import marshal
 import os
 import shutil
 import struct
 import sys
 import tempfile
+from dataclasses import dataclass
 
 try:
     from . import child, confine, supervise
@@ -59,43 +63,89 @@ def _send(fd: int, message: dict) -> None:
         view = view[os.write(fd, view) :]
 
 
-def serve_one(request: dict, root: str, guard: child.Guard, *, in_namespace: bool, subreaper: bool) -> dict:
-    """Run one request in a fresh forked child and return its report (stdout/stderr as text)."""
-    limits = request["limits"]
-    # Everything that does not need the child happens here, once, instead of after the fork where each touched
-    # page is a copy-on-write fault.
-    code = child.compile_program(request["code"])
-    if isinstance(code, str):
-        return {"status": "error", "detail": code.strip().splitlines()[-1], "stdout": "", "stderr": code}
-    workdir = tempfile.mkdtemp(dir=root)
-    child.set_workdir_env(workdir)
-    stdin_fd = os.memfd_create("stdin")
-    os.write(stdin_fd, request.get("stdin", "").encode())
-    os.lseek(stdin_fd, 0, os.SEEK_SET)
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
+@dataclass
+class Spare:
+    """A child forked ahead of its program: already confined to its fresh directory, waiting on ``control``."""
+
+    pid: int
+    workdir: str
+    control: int
+    out: int
+    err: int
+
+
+class Server:
+    """Serves requests one at a time; a spare child is always forked ahead, so that forking and confining
+    happen while the client is busy elsewhere rather than while it waits for an answer."""
+
+    def __init__(self, root: str, guard: child.Guard, *, in_namespace: bool, subreaper: bool) -> None:
+        self.root, self.guard, self.in_namespace, self.subreaper = root, guard, in_namespace, subreaper
+        self.spare: Spare | None = None
+
+    def fork_spare(self) -> Spare:
+        workdir = tempfile.mkdtemp(dir=self.root)
+        child.set_workdir_env(workdir)  # here rather than in the child: each page a child touches is copied
+        control_r, control_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()  # a child must not inherit (and later write out) anything buffered here
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.dup2(out_w, 1)
+                os.dup2(err_w, 2)
+                os.dup2(control_r, 3)
+                os.closerange(4, 65536)  # the protocol pipes and everything else of ours
+            except BaseException:
+                os._exit(child.EXIT_SETUP)
+            child.serve_spare(3, workdir, self.guard, new_network=not self.in_namespace)
+        for fd in (control_r, out_w, err_w):
+            os.close(fd)
+        return Spare(pid, workdir, control_w, out_r, err_r)
+
+    def ensure_spare(self) -> None:
+        if self.spare is None:
+            self.spare = self.fork_spare()
+
+    def serve(self, request: dict) -> dict:
+        """Run one request in the spare child and return its report (stdout/stderr as text)."""
+        code = child.compile_program(request["code"])  # here: a syntax error needs no child at all
+        if isinstance(code, str):
+            return {"status": "error", "detail": code.strip().splitlines()[-1], "stdout": "", "stderr": code}
+        payload = {"code": code, "stdin": request.get("stdin", "").encode(), "limits": request["limits"],
+                   "audit_guard": request["audit_guard"]}  # fmt: skip
+        self.ensure_spare()
+        spare, self.spare = self.spare, None
         try:
-            os.dup2(stdin_fd, 0)
-            os.dup2(out_w, 1)
-            os.dup2(err_w, 2)
-            os.closerange(3, 65536)  # the protocol pipes and everything else of ours
-        except BaseException:
-            os._exit(child.EXIT_SETUP)
-        child.run(code, workdir, limits, guard if request["audit_guard"] else None, new_network=not in_namespace)
-    for fd in (stdin_fd, out_w, err_w):
-        os.close(fd)
-    try:
-        uid = confine.UID_BASE + pid if confine.is_root() else None
-        report = supervise.supervise(pid, out_r, err_r, limits, uid=uid, subreaper=subreaper)
-    finally:
-        os.close(out_r)
-        os.close(err_r)
-        shutil.rmtree(workdir, ignore_errors=True)
-    report["stdout"] = report["stdout"].decode("utf-8", "replace")
-    report["stderr"] = report["stderr"].decode("utf-8", "replace")
-    return report
+            with contextlib.suppress(BrokenPipeError):  # a spare that died in setup says why on stderr
+                _write_all(spare.control, marshal.dumps(payload))
+            os.close(spare.control)
+            uid = confine.UID_BASE + spare.pid if confine.is_root() else None
+            report = supervise.supervise(
+                spare.pid, spare.out, spare.err, request["limits"], uid=uid, subreaper=self.subreaper
+            )
+        finally:
+            os.close(spare.out)
+            os.close(spare.err)
+            shutil.rmtree(spare.workdir, ignore_errors=True)
+        report["stdout"] = report["stdout"].decode("utf-8", "replace")
+        report["stderr"] = report["stderr"].decode("utf-8", "replace")
+        return report
+
+    def close(self) -> None:
+        if self.spare is not None:
+            os.close(self.spare.control)  # EOF: the spare exits
+            supervise.cleanup(self.spare.pid, None, subreaper=self.subreaper)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self.spare.pid, 0)
+            self.spare = None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def main() -> None:
@@ -116,15 +166,21 @@ def main() -> None:
         sys.modules.pop(name, None)  # a program's `import child` must not find ours
     root = tempfile.mkdtemp(prefix="llm-gym-trace-")
     os.chmod(root, 0o711)  # sandbox uids may enter their own directory, not list the others
+    server = Server(root, guard, in_namespace=network == "namespace", subreaper=subreaper)
     _send(proto_out, {"ready": True, "isolation": confine.probe(network), "pid": os.getpid()})
     try:
-        while (request := _recv(proto_in)) is not None:
+        while True:
+            server.ensure_spare()  # forked while the client prepares its next request
+            request = _recv(proto_in)
+            if request is None:
+                break
             try:
-                response = serve_one(request, root, guard, in_namespace=network == "namespace", subreaper=subreaper)
+                response = server.serve(request)
             except Exception as exc:  # a bug of ours must not take the server down
                 response = {"status": "crashed", "detail": f"sandbox server error: {exc!r}", "stdout": "", "stderr": ""}
             _send(proto_out, response)
     finally:
+        server.close()
         shutil.rmtree(root, ignore_errors=True)
 
 
