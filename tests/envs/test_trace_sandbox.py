@@ -27,8 +27,12 @@ def _outside_path() -> Path:
     return Path(tempfile.gettempdir()) / f"llm-gym-trace-escape-{os.getpid()}.txt"
 
 
-def _sandbox_processes() -> list[int]:
-    """Live processes running under a sandbox uid (there must be none between runs)."""
+def _leftover_processes() -> list[int]:
+    """Live processes that a finished program left behind (there must be none between runs).
+
+    Every sandboxed process runs as ``UID_BASE + pid of the program's first process``; the one process whose uid
+    matches its own pid is the fork server's spare child, waiting for the next program.
+    """
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -36,7 +40,7 @@ def _sandbox_processes() -> list[int]:
                 uid = os.stat(f"/proc/{entry}").st_uid
             except OSError:
                 continue
-            if uid >= UID_BASE:
+            if uid >= UID_BASE and uid != UID_BASE + int(entry):
                 found.append(int(entry))
     return found
 
@@ -93,7 +97,7 @@ def test_hostile_program_is_contained(box: ForkServerSandbox, name: str) -> None
     assert result.status == status, (result.status, result.detail, result.stderr[-500:])
     assert result.status in STATUSES and result.detail
     assert not _outside_path().exists()
-    assert not _sandbox_processes(), "everything the program started is gone"
+    assert not _leftover_processes(), "everything the program started is gone"
     after = box.run("print(6 * 7)", limits=FAST)
     assert after.status == "ok" and after.stdout == "42\n", "the sandbox keeps working"
     assert server is None or box.server_pid == server, "the server survived"
