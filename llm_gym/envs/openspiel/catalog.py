@@ -47,6 +47,9 @@ class GameSpec:
     ``state`` string (perfect-information games only, where it is the same thing, only clearer)."""
     roles: tuple[str, ...] = ()
     """What seat ``i`` is called in the game's own text (``x``/``o``, Black/White), if it has names."""
+    static_action_names: bool = True
+    """Whether OpenSpiel names each action the same way in every state, so names can be cached per seat and action
+    (chess SAN, backgammon, quoridor and amazons name moves relative to the position: False)."""
     determinize: Literal["none", "native", "chance", "history"] = "none"
     """How the MCTS opponent samples a full state consistent with what it may see (imperfect information):
     ``native`` = OpenSpiel's ``resample_from_infostate``, ``chance`` = resample hidden chance outcomes,
@@ -122,6 +125,7 @@ GAMES: tuple[GameSpec, ...] = (
             {"hyper_backgammon": True},
             {"scoring_type": "full_scoring"},
         ),
+        static_action_names=False,
         max_turns=300,
         mcts_simulations=20,
         mcts_rollout_length=200,
@@ -199,6 +203,7 @@ GAMES: tuple[GameSpec, ...] = (
         "chess",
         "Chess",
         _variants({}, {"chess960": True}),
+        static_action_names=False,
         max_turns=300,
         mcts_simulations=20,
         mcts_rollout_length=100,
@@ -223,6 +228,7 @@ GAMES: tuple[GameSpec, ...] = (
             {"board_size": 9},
             {"board_size": 9, "players": 4},
         ),
+        static_action_names=False,
         max_turns=160,
         mcts_simulations=50,
         mcts_rollout_length=200,
@@ -267,6 +273,7 @@ GAMES: tuple[GameSpec, ...] = (
         "amazons",
         "Amazons",
         _variants({"board_size": 6}, {"board_size": 8}, {"board_size": 10}),
+        static_action_names=False,
         max_turns=150,
         mcts_simulations=50,
         roles=("X", "O"),

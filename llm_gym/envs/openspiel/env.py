@@ -20,6 +20,7 @@ from llm_gym.actions import InvalidActionPolicy
 from llm_gym.envs.openspiel import text
 from llm_gym.envs.openspiel.catalog import GAMES, TASK_STRIDE, GameSpec, Task, decode_task_id, game_spec
 from llm_gym.envs.openspiel.core import is_perfect_information, is_zero_sum, load_game, sample_chance
+from llm_gym.envs.openspiel.moves import ActionNamer, MoveLog
 from llm_gym.envs.openspiel.opponents import MCTSConfig, Opponent, OpponentSpec, describe_opponents, make_opponent
 from llm_gym.envs.openspiel.scoring import is_success, normalised_score
 from llm_gym.envs.spaces import text_space
@@ -28,6 +29,7 @@ from llm_gym.errors import ConfigError
 MAX_OBSERVATION_CHARS = 65_536
 """Upper bound of an observation's length; the legal-action list is shortened in the rare case it would exceed it."""
 _MAX_REDEALS = 100
+_CHANCE, _SIMULTANEOUS, _TERMINAL = -1, -2, -4  # pyspiel.PlayerId values, as plain ints for a fast comparison
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,8 @@ class OpenSpielSnapshot:
     params: Mapping[str, Any]
     seat: int
     state: Any
+    rngs: tuple[random.Random, random.Random]
+    """The generator objects themselves (random opponents share the second) and, below, their states."""
     rng_states: tuple[Any, Any]
     opponents: tuple[tuple[int, Opponent, Any], ...]
     counters: tuple[tuple[int, ...], int, float, bool]
@@ -101,12 +105,14 @@ class OpenSpielEnv(gym.Env):
         specs = [self.fixed_game] if self.fixed_game else list(GAMES)
         variants = tuple((s.name, tuple(sorted({**v, **self.overrides}.items()))) for s in specs for v in s.variants)
         self.action_space = gym.spaces.Discrete(_max_actions(variants))
+        self._num_actions = int(self.action_space.n)
         self.observation_space = text_space(MAX_OBSERVATION_CHARS)
         self.noop_action = None  # board games have no no-op; the shared parser falls back to a random legal action
         base = self.fixed_game.task_index * TASK_STRIDE if self.fixed_game else 0
         self.task_id = base + int(config)
         self._load(self._decode(self.task_id))
         self.state: Any = None
+        self._chance_rng: random.Random | None = None
 
     # -- setting up a game ---------------------------------------------------------------------------------------
 
@@ -131,6 +137,7 @@ class OpenSpielEnv(gym.Env):
         self._zero_sum = is_zero_sum(self.game)
         self._utility = (self.game.min_utility(), self.game.max_utility())
         self._game_string = str(self.game)
+        self._namer = ActionNamer(self.num_players, self.game_spec.static_action_names)
         specs = self.opponent if isinstance(self.opponent, (list, tuple)) else [self.opponent] * (self.num_players - 1)
         if len(specs) != self.num_players - 1:
             raise ConfigError(
@@ -149,21 +156,33 @@ class OpenSpielEnv(gym.Env):
         if "task_id" in options or self.task.task_id != self.task_id:
             self.task_id = int(options.get("task_id", self.task_id))
             self._load(self._decode(self.task_id))
-        # Draw the seat even when it is given, so chance outcomes depend on the seed alone.
-        drawn = int(self.np_random.integers(self.num_players))
+        if seed is not None or self._chance_rng is None:
+            # Chance has its own stream, so whoever sits in the other seats never changes the deal or the dice; the
+            # random seats and the illegal-action fallback share a second one. Both are seeded here and then run on
+            # across resets (like ``np_random``): seeding a generator costs more than a tic-tac-toe move.
+            base = int(self.np_random.integers(2**62)) << 8
+            self._chance_rng = random.Random(base)
+            self._fallback_rng = random.Random(base | 1)
+        # Draw the seat even when it is given, so the chance outcomes do not depend on the option.
+        drawn = self._chance_rng.randrange(self.num_players)
         seat = options.get("seat", self.seat_option)
         self.seat = drawn if seat is None else int(seat)
         if not 0 <= self.seat < self.num_players:
             raise ValueError(f"{self.game_spec.name} has seats 0..{self.num_players - 1}, got seat {self.seat}")
-        # One independent stream per purpose (chance, illegal-action fallback, each opponent), all from the seed.
-        base = int(self.np_random.integers(2**62)) << 8
-        self._chance_rng = random.Random(base)
-        self._fallback_rng = random.Random(base | 1)
         others = [p for p in range(self.num_players) if p != self.seat]
         self._opponents: dict[int, Opponent] = {
-            p: make_opponent(spec, self.game, self.game_spec, self.mcts, base | (16 + p), self._observe_seat)
+            p: make_opponent(
+                spec,
+                self.game,
+                self.game_spec,
+                self.mcts,
+                self._fallback_rng.getrandbits(62) if isinstance(spec, str) and spec == "mcts" else 0,
+                self._observe_seat,
+                self._fallback_rng,
+            )
             for p, spec in zip(others, self._opponent_specs, strict=True)
         }
+        self._policy_opponents = [o for o in self._opponents.values() if hasattr(o, "invalid_actions")]
         for _ in range(_MAX_REDEALS):  # a game may end before the learner's first decision (rare): deal again
             self._start()
             if not self.state.is_terminal():
@@ -209,7 +228,8 @@ class OpenSpielEnv(gym.Env):
         self._invalid, self._previous_return = 0, 0.0
         self._decisions = [0] * self.num_players  # per seat: what a seat is told must not count the others' turns
         self._forfeit = self._done = False
-        self._log = text.MoveLog(self.game_spec, self.num_players, self._perfect)
+        self._log = MoveLog(self.game_spec, self.num_players, self._perfect, self._namer)
+        self._scored: tuple[tuple[float, ...] | None, float] = (None, 0.5)
         self._advance()
 
     def _play_learner(self, action: int) -> None:
@@ -224,22 +244,23 @@ class OpenSpielEnv(gym.Env):
 
     def _advance(self) -> None:
         """Play chance and opponents until the learner must decide or the game is over."""
-        state = self.state
-        while not state.is_terminal():
-            if state.is_chance_node():
+        state, seat = self.state, self.seat
+        while True:
+            # One call tells the node kind: a seat >= 0, or OpenSpiel's chance (-1), simultaneous (-2), terminal (-4).
+            player = state.current_player()
+            if player in (seat, _TERMINAL):
+                return
+            if player == _CHANCE:
                 action = sample_chance(state, self._chance_rng)
                 self._log.record(state, -1, action)
                 state.apply_action(action)
-            elif state.is_simultaneous_node():
-                if state.legal_actions(self.seat):
+            elif player == _SIMULTANEOUS:
+                if state.legal_actions(seat):
                     return
-                joint = [self._opponent_move(p) if p != self.seat else 0 for p in range(self.num_players)]
+                joint = [self._opponent_move(p) if p != seat else 0 for p in range(self.num_players)]
                 self._log_joint(joint)
                 state.apply_actions(joint)
             else:
-                player = state.current_player()
-                if player == self.seat:
-                    return
                 action = self._opponent_move(player)
                 self._log.record(state, player, action)
                 state.apply_action(action)
@@ -256,16 +277,14 @@ class OpenSpielEnv(gym.Env):
     # -- what the learner (or an opponent policy) sees ---------------------------------------------------------------
 
     def _view(self, player: int, legal: list[int], outcome: str | None) -> tuple[str, list[str]]:
-        recent = self._log.recent(player)
-        names = text.action_names(self.state, player, legal)
+        names, lines = self._namer.lines(self.state, player, legal)
         body = text.observation_text(
             self.game_spec,
             text.player_view(self.game_spec, self.state, player),
             player,
             self.num_players,
-            recent,
-            legal,
-            names,
+            self._log.recent(player),
+            lines,
             self._decisions[player] + 1,
             outcome,
         )
@@ -279,17 +298,17 @@ class OpenSpielEnv(gym.Env):
         legal: list[int] = [] if self._done else state.legal_actions(self.seat)
         returns = tuple(state.returns())
         game_return = self._utility[0] if self._forfeit else returns[self.seat]
-        score = 0.0 if self._forfeit else normalised_score(returns, self.seat, *self._utility, self._zero_sum)
+        if returns != self._scored[0]:  # most games pay only at the end: score once per distinct returns
+            self._scored = (returns, normalised_score(returns, self.seat, *self._utility, self._zero_sum))
+        score = 0.0 if self._forfeit else self._scored[1]
         outcome = text.outcome_text(returns, self.seat, score, self._forfeit) if self._done else None
         observation, names = self._view(self.seat, legal, outcome)
         self._legal = legal
         self._last_text = observation
-        mask = np.zeros(self.action_space.n, dtype=np.int8)
-        mask[legal] = 1
         info = {
             "legal_actions": legal,
             "action_names": names,
-            "action_mask": mask,
+            "action_mask": self._mask(legal),
             "game": self.game_spec.name,
             "task_id": self.task.task_id,
             "variant": self.task.variant,
@@ -304,23 +323,30 @@ class OpenSpielEnv(gym.Env):
             "invalid_action": invalid,
             "invalid_action_penalty": penalty,
             "invalid_actions": self._invalid,
-            "opponent_invalid_actions": sum(getattr(o, "invalid_actions", 0) for o in self._opponents.values()),
+            "opponent_invalid_actions": sum(o.invalid_actions for o in self._policy_opponents)
+            if self._policy_opponents
+            else 0,
             # For search agents that determinize (they must not peek): the whole history, hidden moves included.
             "game_string": self._game_string,
             "history": tuple(state.history()),
         }
         return observation, info
 
+    def _mask(self, legal: list[int]) -> np.ndarray:
+        """A fresh int8 mask (a bytearray filled in a loop: faster than numpy fancy indexing for short lists)."""
+        mask = bytearray(self._num_actions)
+        for action in legal:
+            mask[action] = 1
+        return np.frombuffer(mask, dtype=np.int8)
+
     def _observe_seat(self, state: Any, player: int) -> tuple[str, dict[str, Any]]:
         """What a policy opponent in ``player``'s seat sees (same format as the learner's observation)."""
         legal = state.legal_actions(player)
         observation, names = self._view(player, legal, None)
-        mask = np.zeros(self.action_space.n, dtype=np.int8)
-        mask[legal] = 1
         info = {
             "legal_actions": legal,
             "action_names": names,
-            "action_mask": mask,
+            "action_mask": self._mask(legal),
             "player": player,
             "game": self.game_spec.name,
             "game_string": self._game_string,
@@ -339,6 +365,7 @@ class OpenSpielEnv(gym.Env):
             params=dict(self.params),
             seat=self.seat,
             state=self.state.clone(),
+            rngs=(self._chance_rng, self._fallback_rng),
             rng_states=(self._chance_rng.getstate(), self._fallback_rng.getstate()),
             opponents=tuple((p, o, o.snapshot()) for p, o in self._opponents.items()),
             counters=(tuple(self._decisions), self._invalid, self._previous_return, self._forfeit),
@@ -352,15 +379,18 @@ class OpenSpielEnv(gym.Env):
             self._load(snapshot.task)
         self.seat = snapshot.seat
         self.state = snapshot.state.clone()
+        self._chance_rng, self._fallback_rng = snapshot.rngs
         self._chance_rng.setstate(snapshot.rng_states[0])
         self._fallback_rng.setstate(snapshot.rng_states[1])
         self._opponents = {}
         for player, opponent, opponent_state in snapshot.opponents:
             opponent.restore(opponent_state)
             self._opponents[player] = opponent
+        self._policy_opponents = [o for o in self._opponents.values() if hasattr(o, "invalid_actions")]
         decisions, self._invalid, self._previous_return, self._forfeit = snapshot.counters
         self._decisions = list(decisions)
-        self._log = text.MoveLog(self.game_spec, self.num_players, self._perfect)
+        self._log = MoveLog(self.game_spec, self.num_players, self._perfect, self._namer)
         self._log.restore(snapshot.log)
+        self._scored = (None, 0.5)
         self._observe(0.0, False)
         self._done = self.state.is_terminal() or self._forfeit or self._decisions[self.seat] >= self.max_turns

@@ -78,10 +78,12 @@ class Opponent(Protocol):
 
 
 class RandomOpponent:
-    """Uniform over the seat's legal actions."""
+    """Uniform over the seat's legal actions, drawn from a generator the env may share between its random seats
+    (seeding a generator costs more than a whole tic-tac-toe move, so an env seeds one per reset, not one per seat).
+    """
 
-    def __init__(self, seed: int) -> None:
-        self.rng = random.Random(seed)
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
 
     def act(self, state: Any, player: int) -> int:
         legal = state.legal_actions(player)
@@ -169,10 +171,10 @@ class PolicyOpponent:
     An illegal answer is replaced by a random legal action and counted in :attr:`invalid_actions`.
     """
 
-    def __init__(self, policy: Any, observe: Observe, seed: int) -> None:
+    def __init__(self, policy: Any, observe: Observe, rng: random.Random) -> None:
         self.policy = policy
         self.observe = observe
-        self.rng = random.Random(seed)
+        self.rng = rng
         self.invalid_actions = 0
 
     def act(self, state: Any, player: int) -> int:
@@ -204,19 +206,25 @@ OpponentSpec = str | Any
 
 
 def make_opponent(
-    spec: OpponentSpec, game: Any, game_spec: GameSpec, mcts_config: MCTSConfig, seed: int, observe: Observe
+    spec: OpponentSpec,
+    game: Any,
+    game_spec: GameSpec,
+    mcts_config: MCTSConfig,
+    seed: int,
+    observe: Observe,
+    shared_rng: random.Random,
 ) -> Opponent:
-    """Build the opponent named by ``spec`` for one seat."""
+    """Build the opponent named by ``spec`` for one seat (``seed`` for MCTS, ``shared_rng`` for the others)."""
     if isinstance(spec, str):
         if spec == "random":
-            return RandomOpponent(seed)
+            return RandomOpponent(shared_rng)
         if spec == "mcts":
             return MCTSOpponent(game, game_spec, mcts_config, seed)
         raise ConfigError(
             f"unknown opponent {spec!r}; use 'random', 'mcts', a Policy or a function (obs, info) -> action"
         )
     if hasattr(spec, "act") or callable(spec):
-        return PolicyOpponent(spec, observe, seed)
+        return PolicyOpponent(spec, observe, shared_rng)
     raise ConfigError(f"an opponent must be 'random', 'mcts', a Policy or a function, got {spec!r}")
 
 

@@ -30,6 +30,7 @@ from llm_gym.envs.openspiel import text
 from llm_gym.envs.openspiel.catalog import TASK_STRIDE, decode_task_id, game_spec
 from llm_gym.envs.openspiel.core import is_perfect_information, is_zero_sum, load_game, sample_chance
 from llm_gym.envs.openspiel.env import MAX_OBSERVATION_CHARS
+from llm_gym.envs.openspiel.moves import ActionNamer, MoveLog
 from llm_gym.envs.openspiel.scoring import is_success, normalised_score
 from llm_gym.envs.spaces import text_space
 
@@ -100,6 +101,7 @@ class OpenSpielAECEnv(AECEnv):
         self._zero_sum = is_zero_sum(self.game)
         self._perfect = is_perfect_information(self.game)
         self._info_tensor = self.game.get_type().provides_information_state_tensor
+        self._namer = ActionNamer(self.num_players, self.game_spec.static_action_names)
         self.instructions = text.instructions(self.game_spec, self.params, self.num_players, "other agents")
 
     def observation_space(self, agent: str) -> gym.spaces.Space:
@@ -128,7 +130,7 @@ class OpenSpielAECEnv(AECEnv):
         self._decisions = [0] * self.num_players  # per seat: a global count would reveal that others moved
         self._pending: dict[int, int] = {}
         self.state = self.game.new_initial_state()
-        self._log = text.MoveLog(self.game_spec, self.num_players, self._perfect)
+        self._log = MoveLog(self.game_spec, self.num_players, self._perfect, self._namer)
         self._play_chance()
         self._select()
 
@@ -180,6 +182,7 @@ class OpenSpielAECEnv(AECEnv):
         legal = self._legal(player) if self._to_move(player) else []
         mask = np.zeros(self.num_actions, dtype=np.int8)
         mask[legal] = 1
+        _, lines = self._namer.lines(self.state, player, legal)
         outcome = None
         if self.state.is_terminal() or self.truncations.get(agent, False):
             score = normalised_score(self._returns, player, *self._utility, self._zero_sum)
@@ -190,8 +193,7 @@ class OpenSpielAECEnv(AECEnv):
             player,
             self.num_players,
             self._log.recent(player),
-            legal,
-            text.action_names(self.state, player, legal),
+            lines,
             self._decisions[player] + 1,
             outcome,
         )
@@ -250,7 +252,7 @@ class OpenSpielAECEnv(AECEnv):
             info.update(returns=tuple(self._returns), score=score, success=is_success(score))
         elif self._to_move(player):
             legal = self._legal(player)
-            info.update(legal_actions=legal, action_names=text.action_names(self.state, player, legal))
+            info.update(legal_actions=legal, action_names=self._namer.lines(self.state, player, legal)[0])
         return info
 
 

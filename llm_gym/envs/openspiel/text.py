@@ -1,5 +1,7 @@
 """What a player reads: the state as its seat may see it, the legal actions as ``id -> name``, and the rules.
 
+(The action names themselves and the log of public moves live in :mod:`llm_gym.envs.openspiel.moves`.)
+
 Only per-player strings are used for imperfect-information games (OpenSpiel's ``observation_string(player)`` or
 ``information_state_string(player)``, chosen per game in the catalog); the full ``str(state)`` is used only where
 the game has perfect information. A few games whose strings are terse codes (Kuhn, Leduc, Liar's Dice) are spelled
@@ -9,6 +11,7 @@ out, from the player's own string only, so nothing hidden can leak in. Everythin
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -62,19 +65,6 @@ def ascii_text(text: str) -> str:
     return _NOT_PRINTABLE.sub("?", text.translate(_ASCII))
 
 
-def action_names(state: Any, player: int, legal: Sequence[int]) -> list[str]:
-    """ASCII names of ``legal`` for ``player``; duplicates (rare after ASCII folding) get ``#id`` appended."""
-    names = [state.action_to_string(player, a) for a in legal]
-    if _NOT_PRINTABLE.search("".join(names)):  # one scan for the whole list: names are almost always clean
-        names = [ascii_text(n) for n in names]
-    if len(set(names)) != len(names):
-        seen: dict[str, int] = {}
-        for name in names:
-            seen[name] = seen.get(name, 0) + 1
-        names = [f"{n}#{a}" if seen[n] > 1 else n for n, a in zip(names, legal, strict=True)]
-    return names
-
-
 def instructions(spec: GameSpec, params: Mapping[str, Any], num_players: int, opponents: str) -> str:
     """The rules text for a system prompt: game, parameters, who the other seats are, rules, answer format."""
     setting = ", ".join(f"{k}={v}" for k, v in sorted(params.items())) or "defaults"
@@ -86,8 +76,19 @@ def instructions(spec: GameSpec, params: Mapping[str, Any], num_players: int, op
 
 def seat_name(spec: GameSpec, player: int) -> str:
     """``player 1 (o)``: the seat number and, where the game names its seats, that name."""
-    role = spec.roles[player] if player < len(spec.roles) else ""
+    return _seat_name(spec.roles, player)
+
+
+@functools.lru_cache(maxsize=512)
+def _seat_name(roles: tuple[str, ...], player: int) -> str:
+    role = roles[player] if player < len(roles) else ""
     return f"player {player} ({role})" if role else f"player {player}"
+
+
+@functools.lru_cache(maxsize=512)
+def _header(title: str, roles: tuple[str, ...], player: int, num_players: int) -> str:
+    seat = "you play alone" if num_players == 1 else f"you are {_seat_name(roles, player)} of {num_players}"
+    return f"{title}: {seat}."
 
 
 # -- the state as one player sees it ----------------------------------------------------------------------------
@@ -168,21 +169,19 @@ def observation_text(
     player: int,
     num_players: int,
     recent: Sequence[str],
-    legal: Sequence[int],
-    names: Sequence[str],
+    action_lines: Sequence[str],
     decision: int,
     outcome: str | None = None,
 ) -> str:
-    """Header (game, seat), moves since the seat's last turn, the state, then the legal actions or the outcome."""
-    seat = "you play alone" if num_players == 1 else f"you are {seat_name(spec, player)} of {num_players}"
-    lines = [f"{spec.title}: {seat}."]
+    """Header (game, seat), moves since the seat's last turn, the state, then the legal actions (``id -> name``
+    lines, see :class:`~llm_gym.envs.openspiel.moves.ActionNamer`) or the outcome."""
+    lines = [_header(spec.title, spec.roles, player, num_players)]
     if recent:
         lines.append("Since your last turn: " + "; ".join(recent) + ".")
     if outcome is not None:
         lines += ["Final state:", view, outcome]
         return "\n".join(lines)
-    lines += ["State:", view, f"Your turn (decision {decision}). Legal actions (id -> name):"]
-    lines += [f"{a} -> {n}" for a, n in zip(legal, names, strict=True)]
+    lines += ["State:", view, f"Your turn (decision {decision}). Legal actions (id -> name):", *action_lines]
     return "\n".join(lines)
 
 
@@ -192,35 +191,3 @@ def outcome_text(returns: Sequence[float], player: int, score: float, forfeit: b
     verdict = "win" if score > 0.5 else "draw" if score == 0.5 else "loss"
     prefix = "Game over: you forfeited after too many invalid actions." if forfeit else "Game over."
     return f"{prefix} Returns: {', '.join(parts)}. Your score: {score:.2f} ({verdict})."
-
-
-class MoveLog:
-    """Public moves of a perfect-information game, so each seat can be told what happened since its last turn.
-
-    In imperfect-information games nothing is logged: a move may be hidden (phantom tic-tac-toe) and each seat's
-    OpenSpiel string already says what that seat may know.
-    """
-
-    def __init__(self, spec: GameSpec, num_players: int, enabled: bool) -> None:
-        self.enabled = enabled
-        self._played = [f"{seat_name(spec, p)} played" for p in range(num_players)]
-        self.moves: list[tuple[int, str]] = []
-        self.seen = [0] * num_players
-
-    def record(self, state: Any, player: int, action: int) -> None:
-        """Call before applying ``action`` (its name depends on the state it is played in)."""
-        if self.enabled:
-            if player >= 0:
-                self.seen[player] = len(self.moves)
-            prefix = "chance:" if player < 0 else self._played[player]
-            self.moves.append((player, f"{prefix} {ascii_text(state.action_to_string(player, action))}"))
-
-    def recent(self, player: int) -> list[str]:
-        """Other seats' moves (and chance outcomes) since ``player`` last moved."""
-        return [m for p, m in self.moves[self.seen[player] :] if p != player] if self.enabled else []
-
-    def snapshot(self) -> tuple[tuple[tuple[int, str], ...], tuple[int, ...]]:
-        return tuple(self.moves), tuple(self.seen)
-
-    def restore(self, snapshot: tuple[tuple[tuple[int, str], ...], tuple[int, ...]]) -> None:
-        self.moves, self.seen = list(snapshot[0]), list(snapshot[1])
