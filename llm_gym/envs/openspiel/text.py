@@ -102,11 +102,18 @@ def player_view(spec: GameSpec, state: Any, player: int) -> str:
         raw = state.information_state_string(player)
     else:
         raw = state.observation_string(player)
-    formatter = _FORMATTERS.get(spec.name)
-    return ascii_text(formatter(raw, state) if formatter else raw).strip("\n")
+    if spec.name in _FORMATTERS:
+        return _formatted(spec.name, raw, state.get_game().num_players())
+    return ascii_text(raw).strip("\n")
 
 
-def _chess(raw: str, state: Any) -> str:
+@functools.lru_cache(maxsize=4096)
+def _formatted(name: str, raw: str, num_players: int) -> str:
+    # Pure in the player's own string, and those repeat a lot in the small card games: cache the spelled-out text.
+    return ascii_text(_FORMATTERS[name](raw, num_players)).strip("\n")
+
+
+def _chess(raw: str, num_players: int) -> str:
     fen = raw.strip()
     placement, side = fen.split()[:2]
     rows = []
@@ -118,17 +125,17 @@ def _chess(raw: str, state: Any) -> str:
     return "\n".join(rows) + f"\nFEN: {fen}\n{to_move} to move."
 
 
-def _kuhn(raw: str, state: Any) -> str:
+def _kuhn(raw: str, num_players: int) -> str:
     # Information state = own card digit followed by the betting so far (p = pass, b = bet).
     card, history = int(raw[0]), raw[1:]
-    ranks = "JQKA"[: state.get_game().num_players() + 1]
+    ranks = "JQKA"[: num_players + 1]
     moves = ", ".join({"p": "Pass", "b": "Bet"}[c] for c in history) or "none yet"
     return (
         f"Your card: {ranks[card]} (cards from low to high: {' < '.join(ranks)})\nActions so far from player 0: {moves}"
     )
 
 
-def _leduc(raw: str, state: Any) -> str:
+def _leduc(raw: str, num_players: int) -> str:
     fields = dict(f.split(": ", 1) if ": " in f else (f, "") for f in raw.strip("[]").split("]["))
     suits = 2
     ranks = "JQKA"
@@ -148,7 +155,7 @@ def _leduc(raw: str, state: Any) -> str:
     return "\n".join(lines)
 
 
-def _liars_dice(raw: str, state: Any) -> str:
+def _liars_dice(raw: str, num_players: int) -> str:
     # Information state = own dice (one digit each), then each bid as quantity-face, then maybe "Liar".
     dice, _, bids = raw.partition(" ")
     return (
