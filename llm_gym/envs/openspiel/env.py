@@ -153,9 +153,10 @@ class OpenSpielEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         options = options or {}
-        if "task_id" in options or self.task.task_id != self.task_id:
-            self.task_id = int(options.get("task_id", self.task_id))
-            self._load(self._decode(self.task_id))
+        task_id = int(options.get("task_id", self.task_id))
+        if task_id != self.task.task_id:  # a new game or variant (the same one keeps its name cache)
+            self._load(self._decode(task_id))
+        self.task_id = task_id
         if seed is not None or self._chance_rng is None:
             # Chance has its own stream, so whoever sits in the other seats never changes the deal or the dice; the
             # random seats and the illegal-action fallback share a second one. Both are seeded here and then run on

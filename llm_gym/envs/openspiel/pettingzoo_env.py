@@ -1,7 +1,8 @@
 """Every seat an agent: an OpenSpiel game as a PettingZoo AEC env with text observations and action masks.
 
-Why not Shimmy's ``OpenSpielCompatibilityV0``: it observes tensors (we want the same text the Gymnasium env shows),
-samples chance with its own unseeded calls, and does not model simultaneous moves as turns. Here:
+Why not Shimmy's ``OpenSpielCompatibilityV0`` underneath: it observes tensors only (the action mask goes in ``infos``),
+while llm-gym's point is the text each seat reads; this env is built from the same text, action-name and move-log
+modules as the Gymnasium env, so a seat reads exactly the same thing in both. Here:
 
 * ``observe(agent)`` = ``{"observation": float32 vector, "text": str, "action_mask": int8 array}``: the vector is
   OpenSpiel's per-seat information-state tensor (observation tensor where there is none), flattened and zero-padded
