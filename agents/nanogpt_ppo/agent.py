@@ -1,0 +1,46 @@
+"""The ``nanogpt_ppo`` agent: a small GPT trained from scratch with PPO on text (ASCII) observations."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import llm_gym
+from llm_gym.agent import Agent, EnvConfig, Policy
+from llm_gym.agents.nanogpt_ppo.config import NanoGPTPPOConfig
+from llm_gym.agents.nanogpt_ppo.model import NanoGPTActorCritic
+from llm_gym.agents.nanogpt_ppo.policy import NanoGPTPolicy, env_for, load_network, network_shape
+from llm_gym.callbacks import Callback
+from llm_gym.runs import Run
+
+
+class NanoGPTPPOAgent(Agent):
+    name = "nanogpt_ppo"
+    description = "A small GPT over the observation's characters, trained from scratch with PPO (fast on a CPU)."
+    Config = NanoGPTPPOConfig
+
+    config: NanoGPTPPOConfig
+
+    def train(self, env: EnvConfig, run: Run, callbacks: Sequence[Callback] = ()) -> dict[str, Any]:
+        from llm_gym.agents.nanogpt_ppo.train import train  # the loop pulls in rich and the vector envs
+
+        return train(self.config, env, run, callbacks, agent=self.name)
+
+    def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
+        """Greedy actions of the network in ``checkpoint`` (``checkpoints/step_N`` or ``checkpoints/best``), or of
+        a freshly initialised one. The policy carries the env arguments it was trained with (``env_kwargs``)."""
+        trained_env = env_for(self.config, env)
+        if checkpoint is not None:
+            model = load_network(Path(checkpoint), self.config.device)
+        else:
+            torch.manual_seed(self.config.seed)
+            model = NanoGPTActorCritic(network_shape(self.config, trained_env)).to(self.config.device)
+        return NanoGPTPolicy(model, deterministic=True, env_kwargs=trained_env.kwargs)
+
+
+@llm_gym.hookimpl
+def register_agents(register) -> None:
+    register(NanoGPTPPOAgent)

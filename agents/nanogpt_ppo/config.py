@@ -1,0 +1,159 @@
+"""The ``nanogpt_ppo`` config: a frozen dataclass with a docstring under each field, plus two named presets.
+
+``preset`` picks a full set of values; any field given explicitly (``--set n_layer=4``) overrides it. Fields a
+preset fills default to ``None`` ("from the preset"), so a saved config names only what the user chose and
+``--set preset=reference`` on it still switches every other field. :meth:`NanoGPTPPOConfig.resolved` returns the
+config with every ``None`` filled in; the training loop reads only that.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from llm_gym.agent import AgentConfig
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # RL_Driven_nanoGPT (train_ppo.py) as the issue lists it: one env, a 24 x 80 grid read as 24 * 81 = 1944
+    # tokens (1943 characters + our query token), 6 x 6 x 96 with the original's MLP expansion of 1.
+    "reference": {
+        "grid_rows": 24, "grid_cols": 80, "n_layer": 6, "n_head": 6, "n_embd": 96, "mlp_ratio": 1,
+        "positions": "absolute", "num_envs": 1, "rollout_steps": 1024, "minibatch_size": 64, "epochs": 10,
+        "clip_coef": 0.2, "value_clip_coef": 0.2, "value_coef": 1.0, "entropy_coef": 0.01, "max_grad_norm": 0.5,
+        "lr": 1e-4, "lr_end": 5e-5, "adam_beta2": 0.95, "life_loss_terminal": False, "reward_clip": 0.0,
+    },
+    # Chosen by measurement for learning per CPU second on 2 cores (docs/nanogpt_ppo.md has the numbers).
+    "cpu": {
+        "grid_rows": 12, "grid_cols": 20, "n_layer": 1, "n_head": 4, "n_embd": 64, "mlp_ratio": 4,
+        "positions": "line_column", "num_envs": 8, "rollout_steps": 128, "minibatch_size": 256, "epochs": 4,
+        "clip_coef": 0.2, "value_clip_coef": 0.2, "value_coef": 1.0, "entropy_coef": 0.01, "max_grad_norm": 0.5,
+        "lr": 5e-4, "lr_end": 5e-5, "adam_beta2": 0.99, "life_loss_terminal": True, "reward_clip": 1.0,
+    },
+}
+"""Named sets of values for every field that defaults to ``None``."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class NanoGPTPPOConfig(AgentConfig):
+    """Config of the ``nanogpt_ppo`` agent (``None`` = take the value from ``preset``)."""
+
+    total_steps: int = 1_000_000
+    """Environment steps to train for, summed over parallel envs."""
+    preset: Literal["cpu", "reference"] = "cpu"
+    """Named set of values for every field left at None: `cpu` (small grid and model, fast on a CPU) or `reference` (the original RL_Driven_nanoGPT setup)."""
+
+    # -- observation -------------------------------------------------------------------------------------------
+    grid_rows: int | None = None
+    """Rows of the character grid, passed as `rows` to envs that take it (the ASCII Atari views); 0 keeps the env's own."""
+    grid_cols: int | None = None
+    """Columns of the character grid, passed as `cols` to envs that take it; 0 keeps the env's own."""
+    context: int = 0
+    """Tokens per observation, query token included; 0 = the env's longest observation + 1. Longer texts keep their end."""
+
+    # -- model -------------------------------------------------------------------------------------------------
+    n_layer: int | None = None
+    """Transformer blocks."""
+    n_head: int | None = None
+    """Attention heads per block (must divide n_embd)."""
+    n_embd: int | None = None
+    """Width of the residual stream."""
+    mlp_ratio: int | None = None
+    """Hidden width of each MLP as a multiple of n_embd (nanoGPT: 4; the original RL_Driven_nanoGPT: 1)."""
+    positions: Literal["absolute", "line_column"] | None = None
+    """Position embeddings: `absolute` (one per index, as nanoGPT) or `line_column` (line + column, counted from newlines)."""
+
+    # -- rollouts ----------------------------------------------------------------------------------------------
+    num_envs: int | None = None
+    """Parallel envs (a Gymnasium vector env); one batched forward pass decides for all of them."""
+    rollout_steps: int | None = None
+    """Steps per env between updates; a rollout holds num_envs * rollout_steps samples."""
+    vector_env: Literal["sync", "async"] = "sync"
+    """`sync` steps the envs in this process; `async` gives each env its own process (pays off with spare cores)."""
+    life_loss_terminal: bool | None = None
+    """Treat the loss of a life as the end of an episode for value bootstrapping (the env keeps playing)."""
+    reward_clip: float | None = None
+    """Clip training rewards to [-reward_clip, reward_clip]; 0 = no clipping. Evaluation always reports the game's own returns."""
+
+    # -- PPO ---------------------------------------------------------------------------------------------------
+    gamma: float = 0.99
+    """Discount."""
+    gae_lambda: float = 0.95
+    """GAE lambda."""
+    epochs: int | None = None
+    """Passes over each rollout."""
+    minibatch_size: int | None = None
+    """Samples per gradient step."""
+    clip_coef: float | None = None
+    """PPO ratio clip."""
+    value_clip_coef: float | None = None
+    """Clip of the value change per update; 0 turns value clipping off."""
+    value_coef: float | None = None
+    """Weight of the value loss (which is 0.5 * squared error)."""
+    entropy_coef: float | None = None
+    """Weight of the entropy bonus."""
+    max_grad_norm: float | None = None
+    """Clip the global gradient norm to this."""
+    target_kl: float = 0.0
+    """Stop an update's epochs early once the approximate KL exceeds this; 0 = never."""
+
+    # -- optimiser ---------------------------------------------------------------------------------------------
+    lr: float | None = None
+    """Adam learning rate at the start of the cosine schedule."""
+    lr_end: float | None = None
+    """Learning rate the cosine schedule ends at (at total_steps)."""
+    adam_beta2: float | None = None
+    """Adam beta2 (beta1 is 0.9)."""
+
+    # -- evaluation and checkpoints ----------------------------------------------------------------------------
+    eval_every: int = 50_000
+    """Evaluate (greedy actions) every this many env steps, and at the end; 0 = only at the end."""
+    eval_episodes: int = 8
+    """Episodes per evaluation (the same seeds every time, so evaluations compare)."""
+    eval_max_steps: int = 4_500
+    """Cut an evaluation episode after this many steps (4,500 steps = 18,000 Atari frames, the 5 minutes of play of
+    the DQN evaluation protocol; a greedy policy that never serves the ball would otherwise never end)."""
+    checkpoint_every: int = 50_000
+    """Write a resumable checkpoint every this many env steps, and at the end."""
+    keep_checkpoints: int = 3
+    """Step checkpoints to keep (the best one is kept apart, as checkpoints/best)."""
+
+    # -- machine -----------------------------------------------------------------------------------------------
+    device: str = "cpu"
+    """Torch device: `cpu`, `cuda`, `cuda:1`, ..."""
+    torch_threads: int = 0
+    """Threads torch may use; 0 = torch's default (one per core). Set 1 when sharing a small machine."""
+    progress: bool = True
+    """Show a progress bar."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.preset not in PRESETS:
+            raise ValueError(f"unknown preset {self.preset!r}; choose one of {', '.join(PRESETS)}")
+        positive = ("n_layer", "n_head", "n_embd", "mlp_ratio", "num_envs", "rollout_steps", "epochs", "minibatch_size")
+        for name in positive:
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
+        for name in ("context", "grid_rows", "grid_cols", "eval_every", "eval_episodes", "checkpoint_every"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"{name} must be >= 0, got {value}")
+        if self.eval_episodes < 1:
+            raise ValueError("eval_episodes must be at least 1")
+
+    def resolved(self) -> NanoGPTPPOConfig:
+        """This config with every field left at None taken from the preset."""
+        preset = PRESETS[self.preset]
+        return dataclasses.replace(self, **{k: v for k, v in preset.items() if getattr(self, k) is None})
+
+    @property
+    def batch_size(self) -> int:
+        """Samples per rollout (num_envs * rollout_steps) of the resolved config."""
+        cfg = self.resolved()
+        return int(cfg.num_envs) * int(cfg.rollout_steps)  # type: ignore[arg-type]
+
+    @property
+    def num_updates(self) -> int:
+        """Updates needed to reach total_steps (the last rollout may overshoot it)."""
+        return max(1, -(-self.total_steps // self.batch_size))

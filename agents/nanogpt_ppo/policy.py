@@ -1,0 +1,109 @@
+"""The network as a batched :class:`llm_gym.Policy`, and how a network is built from a config and an env."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from llm_gym.agent import EnvConfig
+from llm_gym.errors import CheckpointError
+from llm_gym.agents.nanogpt_ppo.config import NanoGPTPPOConfig
+from llm_gym.agents.nanogpt_ppo.envs import info_mask, text_length, with_grid
+from llm_gym.agents.nanogpt_ppo.model import GPTShape, NanoGPTActorCritic
+from llm_gym.agents.nanogpt_ppo.tokenizer import CharTokenizer
+
+SHAPE_FILE, WEIGHTS_FILE = "shape.json", "model.pt"
+
+
+def env_for(config: NanoGPTPPOConfig, env: EnvConfig) -> EnvConfig:
+    """The env the agent uses: ``env`` with the config's grid size where the env takes one."""
+    cfg = config.resolved()
+    return with_grid(env, int(cfg.grid_rows or 0), int(cfg.grid_cols or 0))
+
+
+def network_shape(config: NanoGPTPPOConfig, env: EnvConfig) -> GPTShape:
+    """The network for ``env`` (made once to read its spaces) under ``config``."""
+    cfg = config.resolved()
+    probe = env.make()
+    try:
+        longest = text_length(probe.observation_space)
+        num_actions = int(probe.action_space.n)  # type: ignore[attr-defined]
+    finally:
+        probe.close()
+    tokenizer = CharTokenizer()
+    return GPTShape(
+        vocab_size=tokenizer.vocab_size,
+        context=cfg.context or longest + 1,
+        n_layer=int(cfg.n_layer),  # type: ignore[arg-type]
+        n_head=int(cfg.n_head),  # type: ignore[arg-type]
+        n_embd=int(cfg.n_embd),  # type: ignore[arg-type]
+        mlp_ratio=int(cfg.mlp_ratio),  # type: ignore[arg-type]
+        n_actions=num_actions,
+        positions=cfg.positions,  # type: ignore[arg-type]
+        newline_id=int(tokenizer.encode("\n")[0]),
+    )
+
+
+def save_network(model: NanoGPTActorCritic, directory: Path) -> None:
+    """Write the network's shape (JSON) and weights into a checkpoint directory."""
+    (directory / SHAPE_FILE).write_text(json.dumps(model.shape.__dict__, indent=2))
+    torch.save(model.state_dict(), directory / WEIGHTS_FILE)
+
+
+def load_network(directory: Path, device: str = "cpu") -> NanoGPTActorCritic:
+    """The network saved by :func:`save_network`."""
+    try:
+        shape = GPTShape(**json.loads((directory / SHAPE_FILE).read_text()))
+        state = torch.load(directory / WEIGHTS_FILE, map_location=device, weights_only=True)
+    except (OSError, ValueError, TypeError) as exc:
+        raise CheckpointError(f"{directory} holds no nanogpt_ppo network ({exc}); pass a checkpoints/step_N directory") from exc
+    model = NanoGPTActorCritic(shape).to(device)
+    model.load_state_dict(state)
+    return model
+
+
+class NanoGPTPolicy:
+    """Acts for a batch of text observations: greedy (``deterministic``) or sampled from the policy head.
+
+    Args:
+        model: the network.
+        deterministic: take the most likely legal action instead of sampling.
+        seed: seed of the sampler (when not deterministic).
+        env_kwargs: the env arguments the network was trained with (e.g. the grid size); ``llm-gym play`` makes
+            its env with them.
+    """
+
+    def __init__(
+        self, model: NanoGPTActorCritic, *, deterministic: bool = True, seed: int = 0,
+        env_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.model = model
+        self.tokenizer = CharTokenizer()
+        self.deterministic = deterministic
+        self.env_kwargs = dict(env_kwargs or {})
+        self.device = next(model.parameters()).device
+        self.generator = torch.Generator(device=self.device).manual_seed(seed)
+
+    @torch.inference_mode()
+    def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
+        shape = self.model.shape
+        tokens, query = self.tokenizer.encode_batch([str(o) for o in observations], shape.context)
+        masks = np.stack([info_mask(info, shape.n_actions) for info in infos]) if infos else None
+        was_training = self.model.training
+        self.model.eval()
+        logits, _ = self.model(
+            torch.from_numpy(tokens).to(self.device),
+            torch.from_numpy(query).to(self.device),
+            None if masks is None else torch.from_numpy(masks).to(self.device),
+        )
+        self.model.train(was_training)
+        if self.deterministic:
+            actions = logits.argmax(-1)
+        else:
+            actions = torch.multinomial(torch.softmax(logits, -1), 1, generator=self.generator).squeeze(1)
+        return [int(a) for a in actions.cpu()]

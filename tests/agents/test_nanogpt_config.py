@@ -1,0 +1,56 @@
+"""The nanogpt_ppo config: presets, overrides over presets, and the reference preset as the issue lists it."""
+
+from __future__ import annotations
+
+import pytest
+
+from llm_gym.agents.nanogpt_ppo.config import PRESETS, NanoGPTPPOConfig
+from llm_gym.config import apply_overrides, field_docs, from_dict, to_dict
+from llm_gym.errors import ConfigError
+
+
+def test_every_field_is_documented_and_every_preset_fills_every_open_field() -> None:
+    config = NanoGPTPPOConfig()
+    docs = field_docs(NanoGPTPPOConfig)
+    open_fields = {name for name, value in to_dict(config).items() if value is None}
+    assert set(to_dict(config)) <= set(docs)
+    for name, values in PRESETS.items():
+        assert set(values) == open_fields, name
+        resolved = NanoGPTPPOConfig(preset=name).resolved()  # type: ignore[arg-type]
+        assert all(v is not None for v in to_dict(resolved).values())
+
+
+def test_reference_preset_is_the_original_setup() -> None:
+    ref = NanoGPTPPOConfig(preset="reference").resolved()
+    assert (ref.n_layer, ref.n_head, ref.n_embd) == (6, 6, 96)
+    assert (ref.grid_rows, ref.grid_cols) == (24, 80)  # 24 lines of 80 + newline = 1944 tokens with the query
+    assert (ref.num_envs * ref.rollout_steps, ref.minibatch_size, ref.epochs) == (1024, 64, 10)
+    assert (ref.clip_coef, ref.value_clip_coef, ref.value_coef, ref.entropy_coef, ref.max_grad_norm) == (
+        0.2, 0.2, 1.0, 0.01, 0.5)
+    assert (ref.lr, ref.lr_end, ref.adam_beta2, ref.gamma, ref.gae_lambda) == (1e-4, 5e-5, 0.95, 0.99, 0.95)
+
+
+def test_a_field_given_explicitly_overrides_the_preset_and_survives_a_preset_switch() -> None:
+    config = apply_overrides(NanoGPTPPOConfig(), {"n_layer": "4", "lr": "3e-4"})
+    assert config.resolved().n_layer == 4 and config.resolved().n_embd == PRESETS["cpu"]["n_embd"]
+    switched = apply_overrides(config, {"preset": "reference"})
+    assert switched.resolved().n_layer == 4 and switched.resolved().lr == 3e-4
+    assert switched.resolved().n_embd == 96  # not given, so it follows the new preset
+    # A saved config (None for what the preset fills) reads back to the same thing.
+    assert from_dict(NanoGPTPPOConfig, to_dict(switched)) == switched
+
+
+def test_default_is_the_cpu_preset() -> None:
+    config = NanoGPTPPOConfig()
+    assert config.preset == "cpu"
+    assert config.batch_size == PRESETS["cpu"]["num_envs"] * PRESETS["cpu"]["rollout_steps"]
+    assert NanoGPTPPOConfig(total_steps=config.batch_size + 1).num_updates == 2
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [("preset", "gpu", "choose one of"), ("n_head", "0", "at least 1"), ("positons", "absolute", "did you mean")],
+)
+def test_bad_values_say_what_is_wrong(key: str, value: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        apply_overrides(NanoGPTPPOConfig(), {key: value})

@@ -1,0 +1,170 @@
+"""nanogpt_ppo end to end: a smoke train on the real ALE env, exact resume, masks on a text env, the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from llm_gym.agent import EnvConfig, load_policy
+from llm_gym.agents.nanogpt_ppo import NanoGPTPPOAgent, NanoGPTPPOConfig
+from llm_gym.agents.nanogpt_ppo.policy import WEIGHTS_FILE
+from llm_gym.callbacks import Callback, StopAfterSteps
+from llm_gym.config import to_dict
+from llm_gym.envs.spaces import text_space
+from llm_gym.evaluation import run_episodes
+from llm_gym.runs import Run
+
+TINY = {"n_layer": 1, "n_head": 2, "n_embd": 16, "mlp_ratio": 2, "num_envs": 2, "rollout_steps": 32,
+        "minibatch_size": 32, "epochs": 2, "eval_episodes": 1, "eval_max_steps": 40, "torch_threads": 1,
+        "progress": False}
+
+
+def make_run(tmp_path: Path, env_id: str, config: NanoGPTPPOConfig, name: str = "run") -> Run:
+    return Run.create(env_id, "nanogpt_ppo", to_dict(config), path=tmp_path / name)
+
+
+class Recorder(Callback):
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+
+    def on_training_start(self, env_id: str, config: Any, start_step: int) -> None:
+        self.calls.append(("start", start_step))
+
+    def on_update(self, step: int, metrics: Any) -> None:
+        self.calls.append(("update", step))
+
+    def on_evaluation(self, step: int, returns: Any) -> None:
+        self.calls.append(("evaluation", step))
+
+    def on_checkpoint(self, step: int, path: Path) -> None:
+        self.calls.append(("checkpoint", path.name))
+
+    def on_training_end(self, step: int, summary: Any) -> None:
+        self.calls.append(("end", step))
+
+
+def test_smoke_train_on_breakout_ascii_writes_a_playable_run(tmp_path: Path) -> None:
+    config = NanoGPTPPOConfig(total_steps=256, eval_every=128, checkpoint_every=128, keep_checkpoints=1, **TINY)
+    run = make_run(tmp_path, "LLMBreakout-ascii-v0", config)
+    recorder = Recorder()
+    summary = NanoGPTPPOAgent(config).train(EnvConfig("LLMBreakout-ascii-v0"), run, [recorder])
+    run.close()
+
+    assert summary["env_steps"] == 256 and summary["updates"] == 4
+    assert summary["env_kwargs"] == {"rows": 12, "cols": 20} and summary["context"] == 12 * 21
+    assert [step for step, _ in summary["eval_history"]] == [128, 256]
+    assert recorder.calls[0] == ("start", 0) and recorder.calls[-1] == ("end", 256)
+    assert [c for c in recorder.calls if c[0] == "update"] == [("update", s) for s in (64, 128, 192, 256)]
+    assert [name for kind, name in recorder.calls if kind == "checkpoint"][-1] == "step_256"
+    assert [step for step, _ in run.checkpoints()] == [256]  # keep_checkpoints=1 pruned step_128
+    assert (run.checkpoints_dir / "best" / WEIGHTS_FILE).is_file()
+    assert list((run.path / "tb").glob("events.*"))
+    assert json.loads((run.path / "summary.json").read_text())["env_steps"] == 256
+
+    # The checkpoint plays on the grid it was trained on, without being told the grid size.
+    policy, agent = load_policy(run.checkpoints_dir / "step_256")
+    assert agent.name == "nanogpt_ppo" and policy.env_kwargs == {"rows": 12, "cols": 20}
+    (episode,) = run_episodes(policy, EnvConfig("LLMBreakout-ascii-v0", policy.env_kwargs), 1, max_steps=30)
+    assert episode.length == 30
+
+
+def test_resume_continues_exactly_where_a_stopped_run_left_off(tmp_path: Path) -> None:
+    config = NanoGPTPPOConfig(total_steps=256, eval_every=0, checkpoint_every=0, **TINY)
+    env = EnvConfig("LLMBreakout-ascii-v0")
+
+    straight = make_run(tmp_path, env.env_id, config, "straight")
+    full = NanoGPTPPOAgent(config).train(env, straight, [])
+
+    stopped = make_run(tmp_path, env.env_id, config, "stopped")
+    first = NanoGPTPPOAgent(config).train(env, stopped, [StopAfterSteps(128)])
+    assert first["env_steps"] == 128 and first["stopped_early"]
+    assert [step for step, _ in stopped.checkpoints()] == [128]  # a stop always leaves a checkpoint
+
+    resumed = Run.open(stopped.path)
+    resumed.resumed_from = resumed.latest_checkpoint()
+    recorder = Recorder()
+    second = NanoGPTPPOAgent(config).train(env, resumed, [recorder])
+    assert recorder.calls[0] == ("start", 128)
+    for key in ("env_steps", "updates", "episodes", "mean_return"):
+        assert second[key] == full[key], key
+    a = torch.load(straight.checkpoints_dir / "step_256" / WEIGHTS_FILE)
+    b = torch.load(stopped.checkpoints_dir / "step_256" / WEIGHTS_FILE)
+    assert all(torch.equal(a[k], b[k]) for k in a), "resumed weights differ from an uninterrupted run"
+
+
+class PickTheTarget(gym.Env):
+    """A text bandit with a changing legal set: the observation names the rewarded action among the legal ones."""
+
+    def __init__(self) -> None:
+        self.observation_space = text_space(64)
+        self.action_space = gym.spaces.Discrete(5)
+        self.illegal_taken = 0
+
+    def _draw(self) -> tuple[str, dict[str, Any]]:
+        legal = np.sort(self.np_random.choice(5, size=int(self.np_random.integers(2, 5)), replace=False))
+        self.target = int(self.np_random.choice(legal))
+        self.mask = np.zeros(5, dtype=np.int8)
+        self.mask[legal] = 1
+        return f"target {self.target}\nlegal {' '.join(map(str, legal))}", {"action_mask": self.mask.copy()}
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        return self._draw()
+
+    def step(self, action: int) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        self.illegal_taken += int(self.mask[action] == 0)
+        reward = float(action == self.target)
+        obs, info = self._draw()
+        return obs, reward, False, False, {**info, "illegal_taken": self.illegal_taken}
+
+
+gym.register("NanoGPTTest-PickTheTarget-v0", entry_point=PickTheTarget, max_episode_steps=8)
+
+
+def test_learns_a_text_env_with_varying_legal_actions_and_never_takes_an_illegal_one(tmp_path: Path) -> None:
+    # Every episode ends by the time limit: the truncation bootstrap and padded batches (lengths vary) both run.
+    # Bootstrapping a time limit makes the task infinite-horizon; gamma 0.5 keeps its values O(1), so value
+    # clipping (0.2 per update) does not hold the value head back for hundreds of updates.
+    config = NanoGPTPPOConfig(
+        total_steps=4096, eval_every=0, gamma=0.5,
+        **{**TINY, "num_envs": 4, "rollout_steps": 64, "minibatch_size": 64, "epochs": 4, "eval_episodes": 8,
+           "lr": 3e-3},
+    )
+    env = EnvConfig("NanoGPTTest-PickTheTarget-v0")
+    run = make_run(tmp_path, env.env_id, config)
+    agent = NanoGPTPPOAgent(config)
+    summary = agent.train(env, run, [])
+    results = run_episodes(agent.policy(env, run.latest_checkpoint()), env, 8, seed=5, num_envs=4)
+    assert all(r.final_info["illegal_taken"] == 0 for r in results)
+    # Chance (uniform over the legal actions) scores about 8 * 0.43 = 3.4 per episode.
+    assert summary["mean_return"] >= 6 and np.mean([r.episode_return for r in results]) >= 6
+
+
+def test_cli_trains_and_plays_a_checkpoint(tmp_path: Path) -> None:
+    from llm_gym.cli import app
+
+    runner = CliRunner()
+    sets = [x for k, v in {**TINY, "total_steps": 64, "eval_max_steps": 20}.items() for x in ("--set", f"{k}={v}")]
+    result = runner.invoke(app, ["train", "--agent", "nanogpt_ppo", "--env", "LLMPong-ascii-v0", *sets,
+                                 "--run-dir", str(tmp_path / "cli")])
+    assert result.exit_code == 0, result.output
+    checkpoint = tmp_path / "cli" / "checkpoints" / "step_64"
+    result = runner.invoke(app, ["play", "--checkpoint", str(checkpoint), "--episodes", "1", "--max-steps", "25",
+                                 "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["episodes"][0]["length"] == 25
+
+
+def test_non_text_observations_are_refused_with_what_to_use_instead(tmp_path: Path) -> None:
+    from llm_gym.errors import UnsupportedEnvError
+
+    config = NanoGPTPPOConfig(total_steps=64, **TINY)
+    with pytest.raises(UnsupportedEnvError, match="reads text observations"):
+        NanoGPTPPOAgent(config).policy(EnvConfig("LLMBreakout-vision-v0"))
