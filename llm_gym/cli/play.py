@@ -62,7 +62,8 @@ def play(
         config = resolve_config(agent_cls.Config, config_file=config_file, sets=sets, model=model, seed=seed)
         policy = agent_cls(config).policy(EnvConfig(env, env_kwargs))
         agent_name, env_id = agent, env
-    env_config = EnvConfig(env_id, env_kwargs)
+    # A policy may carry the env arguments it was trained with (e.g. nanogpt_ppo's grid size); --env-arg wins.
+    env_config = EnvConfig(env_id, {**getattr(policy, "env_kwargs", {}), **env_kwargs})
     clock = Stopwatch()
     results = run_episodes(
         policy, env_config, episodes, seed=seed or 0, num_envs=num_envs, max_steps=max_steps, video_path=video
