@@ -126,6 +126,11 @@ def enter_network_namespace() -> str:
     return "namespace"
 
 
+def die_with_parent() -> None:
+    """SIGKILL this process when its parent exits."""
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
 def become_subreaper() -> bool:
     """Orphans of sandboxed processes are re-parented to us, so they can be found and killed."""
     return _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
@@ -177,7 +182,7 @@ def enter(workdir: str, *, new_network: bool) -> int | None:
     fork server does it once for all its children).
     """
     os.setsid()  # own session and process group: one killpg() reaches everything that did not setsid() again
-    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    die_with_parent()
     if new_network:
         enter_network_namespace()
     uid = UID_BASE + os.getpid() if is_root() else None

@@ -125,6 +125,7 @@ class ForkServerSandbox:
         self.isolation: dict[str, str] = {}
         """Which confinement layers are active (see :func:`confine.probe`); filled when the server starts."""
         self.server_pid: int | None = None
+        self.zygote_pid: int | None = None
         self.restarts = 0
         self._box: list[subprocess.Popen | None] = [None]  # shared with the finalizer, which must not hold self
         weakref.finalize(self, ForkServerSandbox._stop, self._box)
@@ -173,7 +174,7 @@ class ForkServerSandbox:
             raise RuntimeError(f"the Trace sandbox server did not start ({exc}); is this Linux >= 5.3?") from exc
         self._proc, self._owner = proc, os.getpid()
         self._box[0] = proc
-        self.isolation, self.server_pid = hello["isolation"], hello["pid"]
+        self.isolation, self.server_pid, self.zygote_pid = hello["isolation"], hello["pid"], hello["zygote"]
         return proc
 
     @staticmethod

@@ -7,7 +7,7 @@ subreaper, pre-imports the modules programs commonly use, then serves requests o
     request  = 4-byte big-endian length + JSON {"code", "stdin", "limits", "audit_guard"}
     response = 4-byte big-endian length + JSON {"status", "detail", "stdout", "stderr", ...}
 
-The first response, sent unasked, is ``{"ready": true, "isolation": {...}, "pid": N}``. EOF on stdin ends it.
+The first response, sent unasked, is ``{"ready": true, "isolation": {...}, "pid": N, "zygote": M}``. EOF on stdin ends it.
 Each child gets a fresh temp directory (deleted afterwards), its stdin from a memfd and the limits of the
 request, through the same :mod:`confine` and :func:`child.execute` the fresh-interpreter baseline uses. The next
 child is forked and confined ahead of time (a "spare"), while the client is busy with the previous answer.
@@ -27,11 +27,12 @@ import tempfile
 from dataclasses import dataclass
 
 try:
-    from . import child, confine, supervise
+    from . import child, confine, supervise, zygote
 except ImportError:
     import child  # type: ignore[no-redef]
     import confine  # type: ignore[no-redef]
     import supervise  # type: ignore[no-redef]
+    import zygote  # type: ignore[no-redef]
 
 # Warm imports: children find these already loaded (a fresh interpreter pays for them per program).
 PRELOAD = ("collections", "functools", "itertools", "math", "random", "re", "string", "json", "heapq", "bisect",
@@ -75,34 +76,41 @@ class Spare:
 
 
 class Server:
-    """Serves requests one at a time; a spare child is always forked ahead, so that forking and confining
-    happen while the client is busy elsewhere rather than while it waits for an answer."""
+    """Serves requests one at a time. Children come from the zygote (see :mod:`zygote`), one spare always forked
+    ahead, so forking and confining happen while the client is busy elsewhere rather than while it waits."""
 
     def __init__(self, root: str, guard: child.Guard, *, in_namespace: bool, subreaper: bool) -> None:
         self.root, self.guard, self.in_namespace, self.subreaper = root, guard, in_namespace, subreaper
+        self.zygote = zygote.Zygote(guard, in_namespace=in_namespace)
         self.spare: Spare | None = None
 
+    def restart_zygote(self) -> None:
+        """Replace a zygote that died (killed from outside); whatever it left is killed and reaped."""
+        self.zygote.close()
+        self.zygote = zygote.Zygote(self.guard, in_namespace=self.in_namespace)
+        supervise.reap_orphans(keep=self.zygote.pid)
+
     def fork_spare(self) -> Spare:
-        workdir = tempfile.mkdtemp(dir=self.root)
-        child.set_workdir_env(workdir)  # here rather than in the child: each page a child touches is copied
-        control_r, control_w = os.pipe()
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()  # a child must not inherit (and later write out) anything buffered here
-        pid = os.fork()
-        if pid == 0:
+        for attempt in range(2):
+            workdir = tempfile.mkdtemp(dir=self.root)
+            control_r, control_w = os.pipe()
+            out_r, out_w = os.pipe()
+            err_r, err_w = os.pipe()
             try:
-                os.dup2(out_w, 1)
-                os.dup2(err_w, 2)
-                os.dup2(control_r, 3)
-                os.closerange(4, 65536)  # the protocol pipes and everything else of ours
-            except BaseException:
-                os._exit(child.EXIT_SETUP)
-            child.serve_spare(3, workdir, self.guard, new_network=not self.in_namespace)
-        for fd in (control_r, out_w, err_w):
-            os.close(fd)
-        return Spare(pid, workdir, control_w, out_r, err_r)
+                pid = self.zygote.fork(workdir, control_r, out_w, err_w)
+            except (OSError, EOFError):
+                for fd in (control_w, out_r, err_r):
+                    os.close(fd)
+                shutil.rmtree(workdir, ignore_errors=True)
+                if attempt:
+                    raise
+                self.restart_zygote()
+                continue
+            finally:
+                for fd in (control_r, out_w, err_w):
+                    os.close(fd)
+            return Spare(pid, workdir, control_w, out_r, err_r)
+        raise AssertionError("unreachable")
 
     def ensure_spare(self) -> None:
         if self.spare is None:
@@ -123,8 +131,14 @@ class Server:
             os.close(spare.control)
             uid = confine.UID_BASE + spare.pid if confine.is_root() else None
             report = supervise.supervise(
-                spare.pid, spare.out, spare.err, request["limits"], uid=uid, subreaper=self.subreaper
-            )
+                spare.pid, spare.out, spare.err, request["limits"], uid=uid, subreaper=self.subreaper,
+                reap=self.zygote.reap, keep=self.zygote.pid,
+            )  # fmt: skip
+        except EOFError:
+            self.restart_zygote()
+            supervise.cleanup(spare.pid, uid, subreaper=self.subreaper, keep=self.zygote.pid)
+            return {"status": "crashed", "detail": "the sandbox zygote died; a new one runs the next program",
+                    "stdout": "", "stderr": ""}  # fmt: skip
         finally:
             os.close(spare.out)
             os.close(spare.err)
@@ -134,12 +148,7 @@ class Server:
         return report
 
     def close(self) -> None:
-        if self.spare is not None:
-            os.close(self.spare.control)  # EOF: the spare exits
-            supervise.cleanup(self.spare.pid, None, subreaper=self.subreaper)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(self.spare.pid, 0)
-            self.spare = None
+        self.zygote.close()  # its children, the spare included, die with it
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -162,12 +171,13 @@ def main() -> None:
     gc.freeze()  # children's collections then skip everything the server allocated (fewer pages touched)
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
-    for name in ("child", "confine", "supervise"):
+    for name in ("child", "confine", "supervise", "zygote"):
         sys.modules.pop(name, None)  # a program's `import child` must not find ours
     root = tempfile.mkdtemp(prefix="llm-gym-trace-")
     os.chmod(root, 0o711)  # sandbox uids may enter their own directory, not list the others
     server = Server(root, guard, in_namespace=network == "namespace", subreaper=subreaper)
-    _send(proto_out, {"ready": True, "isolation": confine.probe(network), "pid": os.getpid()})
+    hello = {"ready": True, "isolation": confine.probe(network), "pid": os.getpid(), "zygote": server.zygote.pid}
+    _send(proto_out, hello)
     try:
         while True:
             server.ensure_spare()  # forked while the client prepares its next request

@@ -11,6 +11,7 @@ import os
 import select
 import signal
 import time
+from collections.abc import Callable
 
 try:
     from . import child as _child
@@ -45,54 +46,75 @@ def _children_of(pid: int) -> list[int]:
     return found
 
 
-def cleanup(pid: int, uid: int | None, *, subreaper: bool) -> None:
+def cleanup(pid: int, uid: int | None, *, subreaper: bool, keep: int | None = None) -> None:
     """Kill whatever the sandboxed process ``pid`` left behind.
 
     A program can leave its process group (setsid) or double-fork, so the process group is only the first net.
-    A subreaper with no other children (the fork server) then kills and reaps every remaining descendant, round
-    after round until none is left (RLIMIT_NPROC keeps the tree finite); anyone else kills the sandbox ``uid``.
+    A subreaper (the fork server: orphans are re-parented to it) then kills and reaps all its descendants but
+    ``keep`` (see :func:`reap_orphans`); anyone else kills the sandbox ``uid``.
     """
     with contextlib.suppress(OSError):
         os.killpg(pid, signal.SIGKILL)
-    if not subreaper:
-        if uid is not None:
-            _confine.kill_uid(uid)
-        return
+    if subreaper:
+        reap_orphans(keep)
+    elif uid is not None:
+        _confine.kill_uid(uid)
+
+
+def reap_orphans(keep: int | None) -> None:
+    """Kill and reap every descendant of this process except ``keep`` (the zygote) and its subtree, round after
+    round until none is left (RLIMIT_NPROC keeps a fork bomb finite)."""
     me = os.getpid()
     for _ in range(1000):
-        stack, seen = _children_of(me), []
+        direct = [p for p in _children_of(me) if p != keep]
+        stack, seen = list(direct), []
         while stack:
             p = stack.pop()
             seen.append(p)
             stack += _children_of(p)
+        if not seen:
+            return
         for p in seen:
             with contextlib.suppress(OSError):
                 os.kill(p, signal.SIGKILL)
         reaped = False
-        while True:
-            try:
-                done, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if not done:
-                break
-            reaped = True
-        if not seen and not reaped:
-            return
-        if seen and not reaped:
+        for p in direct:
+            with contextlib.suppress(ChildProcessError):
+                reaped = bool(os.waitpid(p, os.WNOHANG)[0]) or reaped
+        if not reaped:
             time.sleep(0.0005)  # SIGKILL is asynchronous: give the kernel a moment before looking again
 
 
-def supervise(pid: int, out_fd: int, err_fd: int, limits: dict, *, uid: int | None, subreaper: bool) -> dict:
-    """Wait for child ``pid`` while reading its stdout/stderr pipes, then clean up; returns the run report.
+def _wait4(pid: int) -> tuple[int, float]:
+    _, status, usage = os.wait4(pid, 0)
+    return status, usage.ru_utime + usage.ru_stime
+
+
+def supervise(
+    pid: int,
+    out_fd: int,
+    err_fd: int,
+    limits: dict,
+    *,
+    uid: int | None,
+    subreaper: bool,
+    reap: Callable[[int], tuple[int, float]] = _wait4,
+    keep: int | None = None,
+) -> dict:
+    """Wait for ``pid`` while reading its stdout/stderr pipes, then clean up; returns the run report.
 
     ``limits`` gives ``wall_seconds``, ``cpu_seconds`` and ``output_bytes`` (stdout and stderr together). The
     report has ``status`` (one of :data:`STATUSES`), ``detail``, ``stdout``/``stderr`` (bytes; stderr keeps its
-    first 4 KiB), ``exit_code``/``signal``, ``wall_seconds`` and ``cpu_seconds``.
+    first 4 KiB), ``exit_code``/``signal``, ``wall_seconds`` and ``cpu_seconds``. ``reap(pid)`` returns the wait
+    status and CPU seconds once the process ended (``os.wait4`` for our own children; the fork server asks the
+    zygote that forked it). ``keep`` is passed on to :func:`cleanup`.
     """
     start = time.monotonic()
     deadline = start + limits["wall_seconds"]
-    pidfd = os.pidfd_open(pid)
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:  # already gone (and reaped by its parent)
+        pidfd = os.eventfd(1)
     out, err = bytearray(), bytearray()
     streams = {out_fd: out, err_fd: err}
     room = [limits["output_bytes"]]  # bytes of output still allowed, both streams together
@@ -114,9 +136,9 @@ def supervise(pid: int, out_fd: int, err_fd: int, limits: dict, *, uid: int | No
                 break
     if verdict:
         _kill(pid)
-    _, status_word, usage = os.wait4(pid, 0)
+    status_word, cpu_seconds = reap(pid)
     # Kill leftovers before draining: a surviving descendant would hold the pipes open forever.
-    cleanup(pid, uid, subreaper=subreaper)
+    cleanup(pid, uid, subreaper=subreaper, keep=keep)
     for fd in list(streams):
         os.set_blocking(fd, False)
         while fd in streams and not verdict:
@@ -127,7 +149,7 @@ def supervise(pid: int, out_fd: int, err_fd: int, limits: dict, *, uid: int | No
         "stdout": bytes(out),
         "stderr": bytes(err),
         "wall_seconds": time.monotonic() - start,
-        "cpu_seconds": usage.ru_utime + usage.ru_stime,
+        "cpu_seconds": cpu_seconds,
         "exit_code": os.WEXITSTATUS(status_word) if os.WIFEXITED(status_word) else None,
         "signal": os.WTERMSIG(status_word) if os.WIFSIGNALED(status_word) else None,
     }
