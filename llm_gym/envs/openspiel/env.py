@@ -68,8 +68,8 @@ class OpenSpielEnv(gym.Env):
         max_turns: learner decisions before the episode is truncated; None = the game's catalog cap.
         invalid_action: penalty for an illegal action id; the env then plays a random legal action instead (board
             games have no no-op, so ``fallback="noop"`` also means a random legal action).
-        max_invalid_actions: forfeit the game (terminated, worst return, score 0) after this many illegal actions in
-            an episode; None = never.
+        max_invalid_actions: allow this many illegal actions in an episode; the next one forfeits the game
+            (terminated, worst return, score 0). None = never forfeit.
         render_mode: ``ansi`` (the learner's observation text).
     """
 
@@ -99,7 +99,10 @@ class OpenSpielEnv(gym.Env):
         self.seat_option = seat
         self.max_turns_option = max_turns
         if isinstance(invalid_action, Mapping):
-            invalid_action = InvalidActionPolicy(**invalid_action)
+            try:
+                invalid_action = InvalidActionPolicy(**invalid_action)
+            except TypeError as exc:
+                raise ConfigError(f"invalid_action takes fallback and penalty, got {dict(invalid_action)}") from exc
         self.invalid_action = invalid_action or InvalidActionPolicy()
         self.max_invalid_actions = max_invalid_actions
         specs = [self.fixed_game] if self.fixed_game else list(GAMES)
