@@ -4,7 +4,8 @@ Both run each program in a separate process confined the same way (:mod:`confine
 address-space, file-size, open-file and process-count limits, a wall-clock timeout, an output cap, a fresh temp
 working directory, no network and no writes outside that directory. They differ only in how the process starts:
 
-* :class:`ForkServerSandbox` keeps one small warm interpreter (``server.py``) that forks a child per program;
+* :class:`ForkServerSandbox` keeps one small warm interpreter (``server.py``, whose idle twin ``zygote.py`` does
+  the forking) that forks a child per program;
 * :class:`FreshInterpreterSandbox` starts ``python`` anew per program (the reference the benchmark compares to).
 
 Linux only (namespaces, Landlock, pidfd).
@@ -23,7 +24,7 @@ import tempfile
 import threading
 import time
 import weakref
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from llm_gym.envs.trace import confine, supervise
@@ -85,7 +86,6 @@ class SandboxResult:
     signal: int | None = None
     wall_seconds: float = 0.0
     cpu_seconds: float = 0.0
-    extra: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -93,7 +93,7 @@ class SandboxResult:
 
     @classmethod
     def from_report(cls, report: dict) -> SandboxResult:
-        known = {k: report[k] for k in cls.__dataclass_fields__ if k in report and k != "extra"}
+        known = {k: report[k] for k in cls.__dataclass_fields__ if k in report}
         for key in ("stdout", "stderr"):
             if isinstance(known.get(key), bytes):
                 known[key] = known[key].decode("utf-8", "replace")
@@ -111,7 +111,7 @@ def _child_env() -> dict[str, str]:
 
 
 class ForkServerSandbox:
-    """A warm fork server: ~2 ms per program instead of an interpreter start; restarts itself if it dies.
+    """A warm fork server: a few ms per program instead of an interpreter start; restarts itself if it dies.
 
     Thread-safe (one program at a time per server); after ``os.fork`` the child process starts its own server.
     """
