@@ -62,6 +62,7 @@ class TraceEnv(gym.Env[str, str]):
         max_program_chars: longest program (plus stdin) shown; longer data set rows are invalid.
         max_answer_chars: ``max_length`` of the Text action space (longer answers are still scored).
         render_mode: ``ansi`` renders the program and, after the step, the diff.
+        sandbox: a :class:`ForkServerSandbox` of its own (default: the one every env of the process shares).
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 1}
@@ -93,7 +94,12 @@ class TraceEnv(gym.Env[str, str]):
         self.level, self.scoring, self.on_invalid, self.render_mode = level, scoring, on_invalid, render_mode
         self.dataset = load_dataset(dataset) if dataset is not None else None
         self.dataset_path = str(dataset) if dataset is not None else None
-        self.options = TaskOptions(max_prints, 40, max_program_chars, limits or SandboxLimits(), inject_dataset)
+        self.options = TaskOptions(
+            max_prints=max_prints,
+            max_program_chars=max_program_chars,
+            limits=limits or SandboxLimits(),
+            inject_dataset=inject_dataset,
+        )
         self.cache = GroundTruthCache(cache_dir) if cache_dir else default_cache()
         self._sandbox = sandbox
         self.instructions: str = INSTRUCTIONS

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from llm_gym.envs.trace import confine, supervise
 from llm_gym.envs.trace.supervise import STATUSES
+from llm_gym.errors import LLMGymError
 
 __all__ = [
     "STATUSES",
@@ -171,7 +172,9 @@ class ForkServerSandbox:
         except (OSError, EOFError, TimeoutError) as exc:
             proc.kill()
             proc.wait()
-            raise RuntimeError(f"the Trace sandbox server did not start ({exc}); is this Linux >= 5.3?") from exc
+            raise LLMGymError(
+                f"the Trace sandbox server did not start ({exc}); it needs Linux >= 5.3 (pidfd) and Python >= 3.11"
+            ) from exc
         self._proc, self._owner = proc, os.getpid()
         self._box[0] = proc
         self.isolation, self.server_pid, self.zygote_pid = hello["isolation"], hello["pid"], hello["zygote"]

@@ -2,8 +2,8 @@
 
 A task is a program with its debug prints injected, an optional stdin, and the real stdout from running it in
 the sandbox. Ground truth is cached per task (program text + stdin + limits), in memory for the process and,
-with ``cache_dir``, on disk across processes. Outcomes that depend on machine load (``timeout``, ``crashed``)
-are never written to disk.
+with ``cache_dir``, on disk across processes. ``crashed`` outcomes (which include the sandbox itself failing) are
+never cached; ``timeout`` ones, which depend on machine load, only in memory.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from llm_gym.envs.spaces import TEXT_CHARSET
 from llm_gym.envs.trace.generator import LEVELS, generate
 from llm_gym.envs.trace.inject import inject
 from llm_gym.envs.trace.sandbox import ForkServerSandbox, SandboxLimits, SandboxResult
@@ -24,7 +25,7 @@ from llm_gym.errors import ConfigError
 
 GENERATION_ATTEMPTS = 4
 """Candidates tried per generated task before it is reported invalid (each is deterministic)."""
-_UNCACHEABLE_ON_DISK = ("timeout", "crashed")
+_UNCACHEABLE_ON_DISK = ("timeout",)
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,8 @@ class GroundTruthCache:
         if result is None:
             self.misses += 1
             result = sandbox.run(program, stdin, limits)
+            if result.status == "crashed":
+                return result  # the sandbox itself failed (or a signal): try again next time
             self._store(key, result)
         with self._lock:
             self._memory[key] = result
@@ -155,10 +158,15 @@ class TaskOptions:
     """How tasks are built and checked (set by the env from its arguments)."""
 
     max_prints: int = 4
+    """Most debug prints injected per program."""
     max_output_lines: int = 40
+    """Generated programs printing more lines are replaced by the task's next candidate."""
     max_program_chars: int = 8000
+    """Longest program (plus stdin) a task may show."""
     limits: SandboxLimits = SandboxLimits()
+    """Sandbox limits for the ground-truth run."""
     inject_dataset: bool = True
+    """Inject debug prints into data set programs too."""
 
 
 def generated_task(task_id: int, level: int, opts: TaskOptions, sandbox, cache: GroundTruthCache) -> Task:
@@ -186,8 +194,6 @@ def dataset_task(index: int, record: Record, opts: TaskOptions, sandbox, cache: 
 
 
 def _checked(task_id, level, program, stdin, tags, opts: TaskOptions, sandbox, cache) -> Task:
-    from llm_gym.envs.spaces import TEXT_CHARSET
-
     reason = ""
     if len(program) + len(stdin) > opts.max_program_chars:
         reason = f"program and input longer than {opts.max_program_chars} characters"
