@@ -39,7 +39,9 @@ class RolloutBuffer:
     (or of a new life, when lives count as episodes).
     """
 
-    def __init__(self, steps: int, num_envs: int, context: int, num_actions: int, device: str | torch.device = "cpu") -> None:
+    def __init__(
+        self, steps: int, num_envs: int, context: int, num_actions: int, device: str | torch.device = "cpu"
+    ) -> None:
         self.steps, self.num_envs, self.context = steps, num_envs, context
         self.device = torch.device(device)
         shape = (steps, num_envs)
@@ -84,7 +86,13 @@ class RolloutBuffer:
     def compute_returns(self, last_value: torch.Tensor, last_done: torch.Tensor, gamma: float, lam: float) -> None:
         """Fill ``advantages`` and ``returns`` with GAE(gamma, lam)."""
         self.advantages, self.returns = compute_gae(
-            self.rewards, self.values, self.dones, last_value, last_done, gamma, lam,
+            self.rewards,
+            self.values,
+            self.dones,
+            last_value,
+            last_done,
+            gamma,
+            lam,
             truncated_values=self.truncated_values,
         )
 

@@ -35,7 +35,7 @@ class Counters:
     eval_history: list[tuple[int, float]] = field(default_factory=list)
     """(env step, mean evaluation return) of every evaluation."""
     cpu_seconds: float = 0.0
-    """CPU time of the training process (all threads), summed over resumes."""
+    """CPU time of the training process (all its threads; not the workers of vector_env=async), summed over resumes."""
     wall_seconds: float = 0.0
 
 

@@ -18,17 +18,51 @@ PRESETS: dict[str, dict[str, Any]] = {
     # RL_Driven_nanoGPT (train_ppo.py) as the issue lists it: one env, a 24 x 80 grid read as 24 * 81 = 1944
     # tokens (1943 characters + our query token), 6 x 6 x 96 with the original's MLP expansion of 1.
     "reference": {
-        "grid_rows": 24, "grid_cols": 80, "n_layer": 6, "n_head": 6, "n_embd": 96, "mlp_ratio": 1,
-        "positions": "absolute", "num_envs": 1, "rollout_steps": 1024, "minibatch_size": 64, "epochs": 10,
-        "clip_coef": 0.2, "value_clip_coef": 0.2, "value_coef": 1.0, "entropy_coef": 0.01, "max_grad_norm": 0.5,
-        "lr": 1e-4, "lr_end": 5e-5, "adam_beta2": 0.95, "life_loss_terminal": False, "reward_clip": 0.0,
+        "grid_rows": 24,
+        "grid_cols": 80,
+        "n_layer": 6,
+        "n_head": 6,
+        "n_embd": 96,
+        "mlp_ratio": 1,
+        "positions": "absolute",
+        "num_envs": 1,
+        "rollout_steps": 1024,
+        "minibatch_size": 64,
+        "epochs": 10,
+        "clip_coef": 0.2,
+        "value_clip_coef": 0.2,
+        "value_coef": 1.0,
+        "entropy_coef": 0.01,
+        "max_grad_norm": 0.5,
+        "lr": 1e-4,
+        "lr_end": 5e-5,
+        "adam_beta2": 0.95,
+        "life_loss_terminal": False,
+        "reward_clip": 0.0,
     },
     # Chosen by measurement for learning per CPU second on 2 cores (docs/nanogpt_ppo.md has the numbers).
     "cpu": {
-        "grid_rows": 12, "grid_cols": 20, "n_layer": 1, "n_head": 4, "n_embd": 64, "mlp_ratio": 4,
-        "positions": "line_column", "num_envs": 8, "rollout_steps": 128, "minibatch_size": 256, "epochs": 4,
-        "clip_coef": 0.2, "value_clip_coef": 0.2, "value_coef": 1.0, "entropy_coef": 0.01, "max_grad_norm": 0.5,
-        "lr": 5e-4, "lr_end": 5e-5, "adam_beta2": 0.99, "life_loss_terminal": True, "reward_clip": 1.0,
+        "grid_rows": 12,
+        "grid_cols": 20,
+        "n_layer": 1,
+        "n_head": 4,
+        "n_embd": 64,
+        "mlp_ratio": 4,
+        "positions": "line_column",
+        "num_envs": 8,
+        "rollout_steps": 128,
+        "minibatch_size": 256,
+        "epochs": 4,
+        "clip_coef": 0.2,
+        "value_clip_coef": 0.2,
+        "value_coef": 1.0,
+        "entropy_coef": 0.01,
+        "max_grad_norm": 0.5,
+        "lr": 5e-4,
+        "lr_end": 5e-5,
+        "adam_beta2": 0.99,
+        "life_loss_terminal": True,
+        "reward_clip": 1.0,
     },
 }
 """Named sets of values for every field that defaults to ``None``."""
@@ -113,6 +147,8 @@ class NanoGPTPPOConfig(AgentConfig):
     eval_max_steps: int = 4_500
     """Cut an evaluation episode after this many steps (4,500 steps = 18,000 Atari frames, the 5 minutes of play of
     the DQN evaluation protocol; a greedy policy that never serves the ball would otherwise never end)."""
+    eval_epsilon: float = 0.0
+    """Probability of a random legal action in evaluation instead of the greedy one (0 = purely greedy; the DQN protocol uses 0.05)."""
     checkpoint_every: int = 50_000
     """Write a resumable checkpoint every this many env steps, and at the end."""
     keep_checkpoints: int = 3
@@ -141,6 +177,8 @@ class NanoGPTPPOConfig(AgentConfig):
                 raise ValueError(f"{name} must be >= 0, got {value}")
         if self.eval_episodes < 1:
             raise ValueError("eval_episodes must be at least 1")
+        if not 0.0 <= self.eval_epsilon <= 1.0:
+            raise ValueError(f"eval_epsilon is a probability, got {self.eval_epsilon}")
 
     def resolved(self) -> NanoGPTPPOConfig:
         """This config with every field left at None taken from the preset."""

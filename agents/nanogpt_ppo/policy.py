@@ -11,11 +11,11 @@ import numpy as np
 import torch
 
 from llm_gym.agent import EnvConfig
-from llm_gym.errors import CheckpointError
 from llm_gym.agents.nanogpt_ppo.config import NanoGPTPPOConfig
 from llm_gym.agents.nanogpt_ppo.envs import info_mask, text_length, with_grid
-from llm_gym.agents.nanogpt_ppo.model import GPTShape, NanoGPTActorCritic
+from llm_gym.agents.nanogpt_ppo.model import MASKED_LOGIT, GPTShape, NanoGPTActorCritic
 from llm_gym.agents.nanogpt_ppo.tokenizer import CharTokenizer
+from llm_gym.errors import CheckpointError
 
 SHAPE_FILE, WEIGHTS_FILE = "shape.json", "model.pt"
 
@@ -61,7 +61,9 @@ def load_network(directory: Path, device: str = "cpu") -> NanoGPTActorCritic:
         shape = GPTShape(**json.loads((directory / SHAPE_FILE).read_text()))
         state = torch.load(directory / WEIGHTS_FILE, map_location=device, weights_only=True)
     except (OSError, ValueError, TypeError) as exc:
-        raise CheckpointError(f"{directory} holds no nanogpt_ppo network ({exc}); pass a checkpoints/step_N directory") from exc
+        raise CheckpointError(
+            f"{directory} holds no nanogpt_ppo network ({exc}); pass a checkpoints/step_N directory"
+        ) from exc
     model = NanoGPTActorCritic(shape).to(device)
     model.load_state_dict(state)
     return model
@@ -73,18 +75,26 @@ class NanoGPTPolicy:
     Args:
         model: the network.
         deterministic: take the most likely legal action instead of sampling.
-        seed: seed of the sampler (when not deterministic).
+        epsilon: with this probability take a uniformly random legal action instead (the DQN evaluation protocol
+            uses 0.05 on Atari, so that a greedy policy cannot stall forever in a state it never learnt to leave).
+        seed: seed of the sampler (sampling and epsilon draws; the same seed gives the same actions).
         env_kwargs: the env arguments the network was trained with (e.g. the grid size); ``llm-gym play`` makes
             its env with them.
     """
 
     def __init__(
-        self, model: NanoGPTActorCritic, *, deterministic: bool = True, seed: int = 0,
+        self,
+        model: NanoGPTActorCritic,
+        *,
+        deterministic: bool = True,
+        epsilon: float = 0.0,
+        seed: int = 0,
         env_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         self.model = model
         self.tokenizer = CharTokenizer()
         self.deterministic = deterministic
+        self.epsilon = float(epsilon)
         self.env_kwargs = dict(env_kwargs or {})
         self.device = next(model.parameters()).device
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
@@ -106,4 +116,9 @@ class NanoGPTPolicy:
             actions = logits.argmax(-1)
         else:
             actions = torch.multinomial(torch.softmax(logits, -1), 1, generator=self.generator).squeeze(1)
+        if self.epsilon > 0:
+            explore = torch.rand(len(actions), generator=self.generator, device=self.device) < self.epsilon
+            legal = (logits > MASKED_LOGIT).float()
+            random_legal = torch.multinomial(legal, 1, generator=self.generator).squeeze(1)
+            actions = torch.where(explore, random_legal, actions)
         return [int(a) for a in actions.cpu()]

@@ -47,7 +47,9 @@ class CharTokenizer:
         """The text of ``ids``; specials are written as ``<pad>``, ``<unk>``, ``<query>``."""
         return "".join(self._chars[np.asarray(ids, dtype=np.intp)])
 
-    def encode_batch(self, texts: Sequence[str], context: int, out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def encode_batch(
+        self, texts: Sequence[str], context: int, out: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Encode ``texts`` into a (B, context) uint8 array, each followed by ``QUERY`` and right-padded with ``PAD``.
 
         A text longer than ``context - 1`` keeps its *last* characters (text observations end with what matters

@@ -36,10 +36,14 @@ EVAL_SEED_OFFSET = 1_000_000
 
 def evaluate(model: NanoGPTActorCritic, env: EnvConfig, config: NanoGPTPPOConfig) -> list[float]:
     """Returns of ``eval_episodes`` greedy episodes, each cut at ``eval_max_steps``."""
-    policy = NanoGPTPolicy(model, deterministic=True)
+    policy = NanoGPTPolicy(model, deterministic=True, epsilon=config.eval_epsilon, seed=config.seed)
     results = run_episodes(
-        policy, env, config.eval_episodes, seed=config.seed + EVAL_SEED_OFFSET,
-        num_envs=min(config.eval_episodes, 8), max_steps=config.eval_max_steps,
+        policy,
+        env,
+        config.eval_episodes,
+        seed=config.seed + EVAL_SEED_OFFSET,
+        num_envs=min(config.eval_episodes, 8),
+        max_steps=config.eval_max_steps,
     )
     return [r.episode_return for r in results]
 
@@ -69,8 +73,12 @@ def train(
     envs = make_vector_env(env, n, cfg.vector_env)
     obs, infos = envs.reset(seed=[cfg.seed + i for i in range(n)])
     loop = EnvLoopState(
-        observations=list(obs), masks=action_masks(infos, n, shape.n_actions), lives=lives(infos, n),
-        next_done=torch.zeros(n), episode_return=np.zeros(n), episode_length=np.zeros(n, dtype=np.int64),
+        observations=list(obs),
+        masks=action_masks(infos, n, shape.n_actions),
+        lives=lives(infos, n),
+        next_done=torch.zeros(n),
+        episode_return=np.zeros(n),
+        episode_length=np.zeros(n, dtype=np.int64),
     )
     counters = Counters()
     if run.resumed_from is not None:
@@ -80,8 +88,14 @@ def train(
             restore(envs, env_states)
         else:  # envs without snapshots start fresh episodes, seeded past the ones already played
             obs, infos = envs.reset(seed=[cfg.seed + counters.update * n + i for i in range(n)])
-            loop = EnvLoopState(list(obs), action_masks(infos, n, shape.n_actions), lives(infos, n),
-                                torch.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64))
+            loop = EnvLoopState(
+                list(obs),
+                action_masks(infos, n, shape.n_actions),
+                lives(infos, n),
+                torch.zeros(n),
+                np.zeros(n),
+                np.zeros(n, dtype=np.int64),
+            )
     num_updates = cfg.num_updates
     clip = float(cfg.reward_clip or 0.0)
     for callback in callbacks:
@@ -89,11 +103,18 @@ def train(
 
     # ---- training loop ----------------------------------------------------------------------------------------
     progress = Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("env steps"),
-        TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.fields[status]}"), disable=not cfg.progress,
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("env steps"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[status]}"),
+        disable=not cfg.progress,
     )
-    task = progress.add_task(f"{agent} {env.env_id}", total=num_updates * n * steps, completed=counters.global_step,
-                             status="")
+    task = progress.add_task(
+        f"{agent} {env.env_id}", total=num_updates * n * steps, completed=counters.global_step, status=""
+    )
     cpu_start, wall_start = time.process_time() - counters.cpu_seconds, time.perf_counter() - counters.wall_seconds
     stopped = False
     with progress:
@@ -111,8 +132,11 @@ def train(
             for t in range(steps):
                 tokens, query = tokenizer.encode_batch(loop.observations, shape.context)
                 with torch.inference_mode():
-                    logits, value = model(torch.from_numpy(tokens).to(device), torch.from_numpy(query).to(device),
-                                          torch.from_numpy(loop.masks).to(device))
+                    logits, value = model(
+                        torch.from_numpy(tokens).to(device),
+                        torch.from_numpy(query).to(device),
+                        torch.from_numpy(loop.masks).to(device),
+                    )
                     action = torch.multinomial(torch.softmax(logits.cpu(), -1), 1, generator=generator).squeeze(1)
                     logprob, _ = distribution_terms(logits.cpu(), action)
                 buffer.add(t, tokens, query, loop.masks, loop.next_done, action, logprob, value.cpu())
@@ -125,8 +149,9 @@ def train(
                     final = [str(infos["final_obs"][i]) for i in cut]
                     final_tokens, final_query = tokenizer.encode_batch(final, shape.context)
                     with torch.inference_mode():
-                        _, final_value = model(torch.from_numpy(final_tokens).to(device),
-                                               torch.from_numpy(final_query).to(device))
+                        _, final_value = model(
+                            torch.from_numpy(final_tokens).to(device), torch.from_numpy(final_query).to(device)
+                        )
                     truncated_value[torch.from_numpy(cut)] = final_value.cpu()
                 train_reward = np.clip(reward, -clip, clip) if clip > 0 else reward
                 buffer.add_reward(t, torch.as_tensor(train_reward, dtype=torch.float32), truncated_value)
@@ -165,18 +190,29 @@ def train(
                     logits, new_value = model(mb.tokens, mb.query_index, mb.action_mask)
                     new_logprob, entropy = distribution_terms(logits, mb.actions)
                     losses = ppo_losses(
-                        new_logprob, mb.logprobs, mb.advantages, new_value, mb.values, mb.returns, entropy,
-                        clip_coef=cfg.clip_coef, value_clip_coef=cfg.value_clip_coef or None,  # type: ignore[arg-type]
-                        value_coef=cfg.value_coef, entropy_coef=cfg.entropy_coef,  # type: ignore[arg-type]
+                        new_logprob,
+                        mb.logprobs,
+                        mb.advantages,
+                        new_value,
+                        mb.values,
+                        mb.returns,
+                        entropy,
+                        clip_coef=cfg.clip_coef,
+                        value_clip_coef=cfg.value_clip_coef or None,  # type: ignore[arg-type]
+                        value_coef=cfg.value_coef,
+                        entropy_coef=cfg.entropy_coef,  # type: ignore[arg-type]
                     )
                     optimizer.zero_grad(set_to_none=True)
                     losses.loss.backward()
                     grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)  # type: ignore[arg-type]
                     optimizer.step()
                     parts = {
-                        "losses/policy_loss": losses.policy_loss, "losses/value_loss": losses.value_loss,
-                        "losses/entropy": losses.entropy, "losses/approx_kl": losses.approx_kl,
-                        "losses/clip_fraction": losses.clip_fraction, "losses/grad_norm": grad_norm,
+                        "losses/policy_loss": losses.policy_loss,
+                        "losses/value_loss": losses.value_loss,
+                        "losses/entropy": losses.entropy,
+                        "losses/approx_kl": losses.approx_kl,
+                        "losses/clip_fraction": losses.clip_fraction,
+                        "losses/grad_norm": grad_norm,
                     }
                     for key, value in parts.items():
                         sums[key] = sums.get(key, 0.0) + value.item()
@@ -213,8 +249,10 @@ def train(
                 returns = evaluate(model, env, cfg)
                 mean, ci = mean_ci95(returns)
                 counters.eval_history.append((counters.global_step, mean))
-                run.log_scalars(counters.global_step, {"eval/mean_return": mean, "eval/ci95": ci,
-                                                       "eval/cpu_seconds": counters.cpu_seconds})
+                run.log_scalars(
+                    counters.global_step,
+                    {"eval/mean_return": mean, "eval/ci95": ci, "eval/cpu_seconds": counters.cpu_seconds},
+                )
                 progress.console.print(
                     f"step {counters.global_step}: eval return {mean:.2f} ± {ci:.2f} (n={len(returns)}), "
                     f"{counters.cpu_seconds:.0f} CPU s, {counters.wall_seconds:.0f} s"
@@ -243,13 +281,22 @@ def train(
     # ---- summary ----------------------------------------------------------------------------------------------
     final_mean = counters.eval_history[-1][1] if counters.eval_history else float("nan")
     summary = {
-        "agent": agent, "env_id": env.env_id, "env_kwargs": dict(env.kwargs), "preset": cfg.preset,
-        "env_steps": counters.global_step, "updates": counters.update, "episodes": counters.episodes,
-        "mean_return": final_mean, "best_eval_return": counters.best_eval_return,
-        "eval_history": counters.eval_history, "stopped_early": stopped and counters.update < num_updates,
-        "cpu_seconds": counters.cpu_seconds, "wall_seconds": counters.wall_seconds,
+        "agent": agent,
+        "env_id": env.env_id,
+        "env_kwargs": dict(env.kwargs),
+        "preset": cfg.preset,
+        "env_steps": counters.global_step,
+        "updates": counters.update,
+        "episodes": counters.episodes,
+        "mean_return": final_mean,
+        "best_eval_return": counters.best_eval_return,
+        "eval_history": counters.eval_history,
+        "stopped_early": stopped and counters.update < num_updates,
+        "cpu_seconds": counters.cpu_seconds,
+        "wall_seconds": counters.wall_seconds,
         "steps_per_second": counters.global_step / max(counters.wall_seconds, 1e-9),
-        "parameters": sum(p.numel() for p in model.parameters()), "context": shape.context,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "context": shape.context,
     }
     run.write_summary(summary)
     for callback in callbacks:

@@ -20,8 +20,16 @@ def filled() -> RolloutBuffer:
         mask = np.ones((ENVS, ACTIONS), dtype=bool)
         mask[:, t % ACTIONS] = False
         done = torch.tensor([1.0 if (t == 2 and e == 1) else 0.0 for e in range(ENVS)])
-        buffer.add(t, tokens, ids % CONTEXT, mask, done, torch.as_tensor(ids) % ACTIONS,
-                   -torch.as_tensor(ids, dtype=torch.float32), torch.as_tensor(ids, dtype=torch.float32) / 100)
+        buffer.add(
+            t,
+            tokens,
+            ids % CONTEXT,
+            mask,
+            done,
+            torch.as_tensor(ids) % ACTIONS,
+            -torch.as_tensor(ids, dtype=torch.float32),
+            torch.as_tensor(ids, dtype=torch.float32) / 100,
+        )
         truncated = torch.tensor([0.5, 0.0, 0.0]) if t == 3 else None
         buffer.add_reward(t, torch.ones(ENVS) * (t + 1), truncated)
     return buffer
@@ -64,8 +72,9 @@ def test_returns_are_gae_with_the_truncation_bootstrap() -> None:
     buffer.compute_returns(last_value, last_done, gamma=0.9, lam=0.8)
     truncated = torch.zeros(STEPS, ENVS)
     truncated[3, 0] = 0.5
-    advantages, returns = compute_gae(buffer.rewards, buffer.values, buffer.dones, last_value, last_done, 0.9, 0.8,
-                                      truncated_values=truncated)
+    advantages, returns = compute_gae(
+        buffer.rewards, buffer.values, buffer.dones, last_value, last_done, 0.9, 0.8, truncated_values=truncated
+    )
     assert torch.equal(buffer.advantages, advantages) and torch.equal(buffer.returns, returns)
     # By hand for env 2 at the last step: delta = r + gamma * V(s_T) - V(s_{T-1}).
     assert buffer.advantages[4, 2].item() == torch.tensor(5 + 0.9 * 0.1 - 0.42).item()

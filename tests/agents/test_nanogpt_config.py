@@ -26,7 +26,12 @@ def test_reference_preset_is_the_original_setup() -> None:
     assert (ref.grid_rows, ref.grid_cols) == (24, 80)  # 24 lines of 80 + newline = 1944 tokens with the query
     assert (ref.num_envs * ref.rollout_steps, ref.minibatch_size, ref.epochs) == (1024, 64, 10)
     assert (ref.clip_coef, ref.value_clip_coef, ref.value_coef, ref.entropy_coef, ref.max_grad_norm) == (
-        0.2, 0.2, 1.0, 0.01, 0.5)
+        0.2,
+        0.2,
+        1.0,
+        0.01,
+        0.5,
+    )
     assert (ref.lr, ref.lr_end, ref.adam_beta2, ref.gamma, ref.gae_lambda) == (1e-4, 5e-5, 0.95, 0.99, 0.95)
 
 

@@ -23,8 +23,15 @@ NEWLINE = int(TOKENIZER.encode("\n")[0])
 def tiny(positions: str = "line_column", n_layer: int = 2, context: int = 48, n_actions: int = 4) -> NanoGPTActorCritic:
     torch.manual_seed(0)
     shape = GPTShape(
-        vocab_size=TOKENIZER.vocab_size, context=context, n_layer=n_layer, n_head=2, n_embd=16, mlp_ratio=2,
-        n_actions=n_actions, positions=positions, newline_id=NEWLINE,  # type: ignore[arg-type]
+        vocab_size=TOKENIZER.vocab_size,
+        context=context,
+        n_layer=n_layer,
+        n_head=2,
+        n_embd=16,
+        mlp_ratio=2,
+        n_actions=n_actions,
+        positions=positions,
+        newline_id=NEWLINE,  # type: ignore[arg-type]
     )
     # float64 so "unchanged" can be checked to rounding error, not to a loose tolerance
     return NanoGPTActorCritic(shape).double().eval()

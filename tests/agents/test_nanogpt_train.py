@@ -21,9 +21,20 @@ from llm_gym.envs.spaces import text_space
 from llm_gym.evaluation import run_episodes
 from llm_gym.runs import Run
 
-TINY = {"n_layer": 1, "n_head": 2, "n_embd": 16, "mlp_ratio": 2, "num_envs": 2, "rollout_steps": 32,
-        "minibatch_size": 32, "epochs": 2, "eval_episodes": 1, "eval_max_steps": 40, "torch_threads": 1,
-        "progress": False}
+TINY = {
+    "n_layer": 1,
+    "n_head": 2,
+    "n_embd": 16,
+    "mlp_ratio": 2,
+    "num_envs": 2,
+    "rollout_steps": 32,
+    "minibatch_size": 32,
+    "epochs": 2,
+    "eval_episodes": 1,
+    "eval_max_steps": 40,
+    "torch_threads": 1,
+    "progress": False,
+}
 
 
 def make_run(tmp_path: Path, env_id: str, config: NanoGPTPPOConfig, name: str = "run") -> Run:
@@ -133,9 +144,18 @@ def test_learns_a_text_env_with_varying_legal_actions_and_never_takes_an_illegal
     # Bootstrapping a time limit makes the task infinite-horizon; gamma 0.5 keeps its values O(1), so value
     # clipping (0.2 per update) does not hold the value head back for hundreds of updates.
     config = NanoGPTPPOConfig(
-        total_steps=4096, eval_every=0, gamma=0.5,
-        **{**TINY, "num_envs": 4, "rollout_steps": 64, "minibatch_size": 64, "epochs": 4, "eval_episodes": 8,
-           "lr": 3e-3},
+        total_steps=4096,
+        eval_every=0,
+        gamma=0.5,
+        **{
+            **TINY,
+            "num_envs": 4,
+            "rollout_steps": 64,
+            "minibatch_size": 64,
+            "epochs": 4,
+            "eval_episodes": 8,
+            "lr": 3e-3,
+        },
     )
     env = EnvConfig("NanoGPTTest-PickTheTarget-v0")
     run = make_run(tmp_path, env.env_id, config)
@@ -148,16 +168,18 @@ def test_learns_a_text_env_with_varying_legal_actions_and_never_takes_an_illegal
 
 
 def test_cli_trains_and_plays_a_checkpoint(tmp_path: Path) -> None:
-    from llm_gym.cli import app
+    from llm_gym.cli import build_app
 
-    runner = CliRunner()
+    runner, app = CliRunner(), build_app()
     sets = [x for k, v in {**TINY, "total_steps": 64, "eval_max_steps": 20}.items() for x in ("--set", f"{k}={v}")]
-    result = runner.invoke(app, ["train", "--agent", "nanogpt_ppo", "--env", "LLMPong-ascii-v0", *sets,
-                                 "--run-dir", str(tmp_path / "cli")])
+    result = runner.invoke(
+        app, ["train", "--agent", "nanogpt_ppo", "--env", "LLMPong-ascii-v0", *sets, "--run-dir", str(tmp_path / "cli")]
+    )
     assert result.exit_code == 0, result.output
     checkpoint = tmp_path / "cli" / "checkpoints" / "step_64"
-    result = runner.invoke(app, ["play", "--checkpoint", str(checkpoint), "--episodes", "1", "--max-steps", "25",
-                                 "--json"])
+    result = runner.invoke(
+        app, ["play", "--checkpoint", str(checkpoint), "--episodes", "1", "--max-steps", "25", "--json"]
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["episodes"][0]["length"] == 25
 
@@ -168,3 +190,17 @@ def test_non_text_observations_are_refused_with_what_to_use_instead(tmp_path: Pa
     config = NanoGPTPPOConfig(total_steps=64, **TINY)
     with pytest.raises(UnsupportedEnvError, match="reads text observations"):
         NanoGPTPPOAgent(config).policy(EnvConfig("LLMBreakout-vision-v0"))
+
+
+def test_policy_is_greedy_by_default_and_epsilon_explores_legal_actions_only() -> None:
+    from llm_gym.agents.nanogpt_ppo.policy import NanoGPTPolicy
+
+    policy = NanoGPTPPOAgent(NanoGPTPPOConfig(**TINY)).policy(EnvConfig("NanoGPTTest-PickTheTarget-v0"))
+    observations = ["target 1\nlegal 1 3"] * 400
+    infos = [{"action_mask": np.array([0, 1, 0, 1, 0], dtype=np.int8)}] * 400
+    greedy = policy.act(observations, infos)
+    assert len(set(greedy)) == 1 and greedy[0] in (1, 3)
+    explorer = NanoGPTPolicy(policy.model, epsilon=1.0, seed=3)
+    actions = explorer.act(observations, infos)
+    assert set(actions) == {1, 3}
+    assert actions == NanoGPTPolicy(policy.model, epsilon=1.0, seed=3).act(observations, infos)

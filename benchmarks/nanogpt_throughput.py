@@ -1,0 +1,199 @@
+"""Training throughput of nanogpt_ppo's presets, in env steps/s, against the machine's own matmul FLOP/s.
+
+For each preset this times, with the preset's real env, network and batch sizes:
+  * collection: vector-env steps with one batched forward pass per step (as the training loop does),
+  * update: minibatch gradient steps (forward + backward + Adam),
+and combines them into env steps/s of training: 1 / (collect seconds per step + epochs * update seconds per sample),
+both per wall second and per CPU second of this process (on a shared machine the CPU figure is the stable one).
+Alongside: raw env steps/s of the same vector env with random actions (the ceiling collection can reach), the
+FLOP estimate per sample (forward, and forward + backward = 3x forward), the FLOP/s the update achieves, and a
+matmul's FLOP/s measured in the same run on the same threads, so a preset can be read as a fraction of the bound.
+The reference preset runs for hours per update on a CPU, so each part is timed on a few batches, not a whole update.
+
+    python benchmarks/nanogpt_throughput.py [--threads 1] [--presets cpu,reference] [--env LLMBreakout-ascii-v0]
+
+The reference preset takes about 0.5 s per forward pass on one core, so it is timed on fewer samples.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+
+import numpy as np
+import torch
+
+from llm_gym.agent import EnvConfig
+from llm_gym.agents.nanogpt_ppo.buffer import RolloutBuffer
+from llm_gym.agents.nanogpt_ppo.config import NanoGPTPPOConfig
+from llm_gym.agents.nanogpt_ppo.envs import action_masks, make_vector_env
+from llm_gym.agents.nanogpt_ppo.model import NanoGPTActorCritic, distribution_terms, forward_flops
+from llm_gym.agents.nanogpt_ppo.policy import env_for, network_shape
+from llm_gym.agents.nanogpt_ppo.tokenizer import CharTokenizer
+from llm_gym.rl import ppo_losses
+
+
+def matmul_flops_per_second(size: int = 1024, seconds: float = 2.0) -> float:
+    """FLOP/s of a square fp32 matmul on the current threads (the bound a dense model could approach)."""
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    torch.mm(a, b)
+    count, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        torch.mm(a, b)
+        count += 1
+    return 2 * size**3 * count / (time.perf_counter() - start)
+
+
+def raw_env_steps_per_second(envs, num_actions: int, steps: int) -> float:  # noqa: ANN001
+    rng = np.random.default_rng(0)
+    start = time.perf_counter()
+    for _ in range(steps):
+        envs.step(rng.integers(num_actions, size=envs.num_envs))
+    return steps * envs.num_envs / (time.perf_counter() - start)
+
+
+SAMPLES = {"cpu": 512, "reference": 64}
+"""Collection samples timed per preset (the reference preset costs ~3,000x more per sample)."""
+MINIBATCHES = {"cpu": 6, "reference": 1}
+"""Gradient steps timed per preset, after one untimed warm-up step."""
+
+
+class Clock:
+    """Wall and CPU seconds (this process, all threads) of the timed sections."""
+
+    def __init__(self) -> None:
+        self.wall = self.cpu = 0.0
+
+    def __enter__(self) -> Clock:
+        self._wall, self._cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall += time.perf_counter() - self._wall
+        self.cpu += time.process_time() - self._cpu
+
+
+def bench_preset(preset: str, env_id: str, collect_samples: int, minibatches: int) -> dict[str, object]:
+    cfg = NanoGPTPPOConfig(preset=preset).resolved()  # type: ignore[arg-type]
+    env = env_for(cfg, EnvConfig(env_id))
+    shape = network_shape(cfg, env)
+    torch.manual_seed(0)
+    model = NanoGPTActorCritic(shape)
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=(0.9, cfg.adam_beta2))  # type: ignore[arg-type]
+    tokenizer, generator = CharTokenizer(), torch.Generator().manual_seed(0)
+    n = int(cfg.num_envs)  # type: ignore[arg-type]
+    envs = make_vector_env(env, n)
+    obs, infos = envs.reset(seed=list(range(n)))
+    raw_sps = raw_env_steps_per_second(envs, shape.n_actions, max(1, 400 // n))
+    collect_steps = max(1, collect_samples // n)
+
+    # -- collection, as the training loop does it --------------------------------------------------------------
+    buffer = RolloutBuffer(collect_steps, n, shape.context, shape.n_actions)
+    model.eval()
+    collect = Clock()
+    masks = action_masks(infos, n, shape.n_actions)
+    for t in range(collect_steps):
+        with collect:
+            tokens, query = tokenizer.encode_batch(list(obs), shape.context)
+            with torch.inference_mode():
+                logits, value = model(torch.from_numpy(tokens), torch.from_numpy(query), torch.from_numpy(masks))
+                action = torch.multinomial(torch.softmax(logits, -1), 1, generator=generator).squeeze(1)
+                logprob, _ = distribution_terms(logits, action)
+            buffer.add(t, tokens, query, masks, torch.zeros(n), action, logprob, value)
+            obs, reward, _, _, infos = envs.step(action.numpy())
+            masks = action_masks(infos, n, shape.n_actions)
+            buffer.add_reward(t, torch.as_tensor(reward, dtype=torch.float32))
+    envs.close()
+    buffer.compute_returns(torch.zeros(n), torch.zeros(n), cfg.gamma, cfg.gae_lambda)
+
+    # -- update: minibatch gradient steps on the collected samples ---------------------------------------------
+    model.train()
+    size = min(int(cfg.minibatch_size), collect_steps * n)  # type: ignore[arg-type]
+    batches = [b for _ in range(minibatches + 1) for b in buffer.minibatches(size, generator)][: minibatches + 1]
+    update = Clock()
+    for i, mb in enumerate(batches):
+        with update if i > 0 else Clock():  # the first step pays for allocator warm-up
+            logits, new_value = model(mb.tokens, mb.query_index, mb.action_mask)
+            new_logprob, entropy = distribution_terms(logits, mb.actions)
+            losses = ppo_losses(new_logprob, mb.logprobs, mb.advantages, new_value, mb.values, mb.returns, entropy)
+            optimizer.zero_grad(set_to_none=True)
+            losses.loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)  # type: ignore[arg-type]
+            optimizer.step()
+    samples = sum(len(b) for b in batches[1:])
+    collected = collect_steps * n
+    epochs = int(cfg.epochs)  # type: ignore[arg-type]
+    forward = forward_flops(shape, shape.context)
+    collect_seconds_per_step = collect.wall / collected
+    update_seconds_per_sample = update.wall / samples
+    seconds_per_env_step = collect_seconds_per_step + epochs * update_seconds_per_sample
+    cpu_seconds_per_env_step = collect.cpu / collected + epochs * update.cpu / samples
+    return {
+        "env_kwargs": dict(env.kwargs),
+        "context_tokens": shape.context,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "layers_heads_width_mlp": [shape.n_layer, shape.n_head, shape.n_embd, shape.mlp_ratio],
+        "num_envs": n,
+        "epochs": epochs,
+        "minibatch_size": size,
+        "raw_env_steps_per_second": round(raw_sps, 1),
+        "collect_env_steps_per_second": round(1 / collect_seconds_per_step, 1),
+        "update_samples_per_second": round(1 / update_seconds_per_sample, 1),
+        "train_env_steps_per_second": round(1 / seconds_per_env_step, 2),
+        "train_env_steps_per_cpu_second": round(1 / cpu_seconds_per_env_step, 2),
+        "collect_share_of_time": round(collect_seconds_per_step / seconds_per_env_step, 3),
+        "flops_forward_per_sample": forward,
+        "flops_train_per_sample": 3 * forward,
+        "flops_per_env_step": forward + epochs * 3 * forward,
+        "update_flops_per_second": round(3 * forward / update_seconds_per_sample),
+        "update_flops_per_cpu_second": round(3 * forward * samples / update.cpu),
+        "timed": {"collect_samples": collected, "update_samples": samples},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch threads (1: what a run on a shared 2-core box uses)"
+    )
+    parser.add_argument("--presets", default="cpu,reference")
+    parser.add_argument("--env", default="LLMBreakout-ascii-v0")
+    parser.add_argument("--collect-samples", type=int, default=0, help="env steps timed per preset (0: SAMPLES)")
+    parser.add_argument("--minibatches", type=int, default=0, help="gradient steps timed per preset (0: MINIBATCHES)")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    bound = matmul_flops_per_second()
+    report: dict[str, object] = {
+        "env": args.env,
+        "threads": args.threads,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "machine": platform.machine(),
+        "matmul_flops_per_second": round(bound),
+        "presets": {},
+    }
+    for preset in args.presets.split(","):
+        result = bench_preset(
+            preset, args.env, args.collect_samples or SAMPLES[preset], args.minibatches or MINIBATCHES[preset]
+        )
+        result["update_fraction_of_matmul_bound"] = round(result["update_flops_per_cpu_second"] / bound, 3)  # type: ignore[operator]
+        report["presets"][preset] = result  # type: ignore[index]
+    presets = report["presets"]
+    if "cpu" in presets and "reference" in presets:  # type: ignore[operator]
+        report["cpu_over_reference"] = {
+            "train_env_steps_per_cpu_second": round(
+                presets["cpu"]["train_env_steps_per_cpu_second"]
+                / presets["reference"]["train_env_steps_per_cpu_second"],
+                1,
+            ),  # type: ignore[index]
+            "flops_per_env_step": round(
+                presets["reference"]["flops_per_env_step"] / presets["cpu"]["flops_per_env_step"], 1
+            ),  # type: ignore[index]
+        }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
