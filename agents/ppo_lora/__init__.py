@@ -1,0 +1,43 @@
+"""The ``ppo_lora`` agent: PPO on a causal LM with LoRA adapters (peft) and a value head, acting in score mode
+(a categorical over the legal actions' likelihoods) or generate mode (sampled answers, parsed).
+
+Modules: ``config`` (the frozen config), ``model`` (LoRA, value head, split forward, reference), ``envs`` (the
+training envs), ``rollout`` (batched decisions), ``update`` (the PPO step), ``checkpoint`` (what --resume needs),
+``policy`` (acting from a live model or a checkpoint), ``train`` (the loop). Heavy imports wait for train/policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import llm_gym
+from llm_gym.agent import Agent, EnvConfig, Policy
+from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
+from llm_gym.callbacks import Callback
+from llm_gym.runs import Run
+
+
+class PPOLoRAAgent(Agent):
+    name = "ppo_lora"
+    description = "PPO on a language model with LoRA and a value head (score or generate mode); the reference KL keeps it near the base model."
+    Config = PPOLoRAConfig
+
+    config: PPOLoRAConfig
+
+    def train(self, env: EnvConfig, run: Run, callbacks: Sequence[Callback] = ()) -> dict[str, Any]:
+        from llm_gym.agents.ppo_lora.train import train
+
+        return train(self.config, env, run, callbacks, agent=self.name)
+
+    def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
+        """Greedy actions of the adapter in ``checkpoint`` (merged into the base weights), or of the base model."""
+        from llm_gym.agents.ppo_lora.policy import checkpoint_policy
+
+        return checkpoint_policy(self.config, env, checkpoint)
+
+
+@llm_gym.hookimpl
+def register_agents(register) -> None:
+    register(PPOLoRAAgent)

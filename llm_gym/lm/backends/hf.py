@@ -1,0 +1,137 @@
+"""The ``hf`` backend: a transformers causal LM in this process (CPU by default, GPU when there is one).
+
+Scoring packs every prompt of a batch with a trie of its choices into one forward pass over the cached shared
+prefix (:mod:`llm_gym.lm.packing`); generation samples all prompts together (:mod:`llm_gym.lm.generation`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from llm_gym.lm.backends import Completion, GenerateRequest, ScoreRequest
+from llm_gym.lm.forward import PrefixCache, compute_prefix, packed_forward
+from llm_gym.lm.generation import generate, stop_token_ids
+from llm_gym.lm.models import DEFAULT_MODEL, DType, load_causal_lm
+from llm_gym.lm.packing import pack
+from llm_gym.lm.prompts import PromptBuilder
+from llm_gym.lm.runtime import configure_threads, default_device
+
+
+class HFBackend:
+    """A Hugging Face causal LM behind the backend interface.
+
+    Args:
+        model: an alias (``smollm2-135m``), a local directory, a ``.gguf`` file or a locally cached HF id.
+        dtype: ``auto`` (bf16 where the hardware is fast at it), ``float32``, ``bfloat16``, ``float16``.
+        device: ``cpu``, ``cuda`` ... (default: cuda if visible, else cpu).
+        threads: torch threads (0: one per available core).
+        batch_size: most prompts per forward pass.
+        score_with_end: score each choice followed by the template's end-of-answer token (see
+            :meth:`PromptBuilder.choice_ids`).
+    """
+
+    name = "hf"
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        dtype: DType = "auto",
+        device: str | None = None,
+        threads: int = 0,
+        batch_size: int = 32,
+        score_with_end: bool = True,
+    ) -> None:
+        configure_threads(threads)
+        lm, tokenizer = load_causal_lm(model, dtype=dtype, device=device or default_device())
+        self._setup(lm, tokenizer, batch_size, score_with_end)
+
+    @classmethod
+    def from_model(cls, model: Any, tokenizer: Any, *, batch_size: int = 32, score_with_end: bool = True) -> HFBackend:
+        """Wrap an already loaded model (e.g. a trained one). Its weights must not change afterwards: the prefix
+        caches assume they do not."""
+        backend = cls.__new__(cls)
+        backend._setup(model, tokenizer, batch_size, score_with_end)
+        return backend
+
+    def _setup(self, model: Any, tokenizer: Any, batch_size: int, score_with_end: bool) -> None:
+        self.model, self.tokenizer = model, tokenizer
+        self.batch_size = max(1, batch_size)
+        self.score_with_end = score_with_end
+        self.stop_ids = stop_token_ids(tokenizer, model)
+        self._prompts: dict[str, tuple[PromptBuilder, PrefixCache | None]] = {}
+        self._generator = torch.Generator()
+
+    def prompt_builder(self, instructions: str) -> tuple[PromptBuilder, PrefixCache | None]:
+        """The builder and the prefix KV cache for one system prompt (made on first use)."""
+        if instructions not in self._prompts:
+            builder = PromptBuilder(self.tokenizer, instructions)
+            with torch.inference_mode():
+                prefix = compute_prefix(self.model, builder.prefix_ids)
+            self._prompts[instructions] = (builder, prefix)
+        return self._prompts[instructions]
+
+    def _chunks(self, requests: Sequence[Any]) -> list[tuple[str, list[int]]]:
+        """Request indices grouped by system prompt, in chunks of ``batch_size``."""
+        groups: dict[str, list[int]] = {}
+        for i, request in enumerate(requests):
+            groups.setdefault(request.instructions, []).append(i)
+        return [
+            (instructions, indices[start : start + self.batch_size])
+            for instructions, indices in groups.items()
+            for start in range(0, len(indices), self.batch_size)
+        ]
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[np.ndarray]:
+        results: list[np.ndarray] = [np.empty(0)] * len(requests)
+        for instructions, chunk in self._chunks(requests):
+            builder, prefix = self.prompt_builder(instructions)
+            prompts = builder.encode([requests[i].observation for i in chunk])
+            choices = [[builder.choice_ids(c, self.score_with_end) for c in requests[i].choices] for i in chunk]
+            batch = pack(
+                [p.ids for p in prompts],
+                [p.uses_prefix for p in prompts],
+                choices,
+                prefix.length if prefix else 0,
+                self.tokenizer.pad_token_id,
+            )
+            with torch.inference_mode():
+                out = packed_forward(self.model, batch, prefix)
+            values = out.seq_logprobs.double().cpu().numpy()
+            start = 0
+            for i, row_choices in zip(chunk, choices, strict=True):
+                results[i] = values[start : start + len(row_choices)]
+                start += len(row_choices)
+        return results
+
+    def generate(
+        self, requests: Sequence[GenerateRequest], *, max_new_tokens: int, temperature: float, seed: int | None = None
+    ) -> list[Completion]:
+        if seed is not None:
+            self._generator.manual_seed(seed)
+        results: list[Completion | None] = [None] * len(requests)
+        for instructions, chunk in self._chunks(requests):
+            builder, prefix = self.prompt_builder(instructions)
+            prompts = builder.encode([requests[i].observation for i in chunk])
+            with torch.inference_mode():
+                generations = generate(
+                    self.model,
+                    prompts,
+                    prefix,
+                    max_new_tokens=max_new_tokens,
+                    stop_ids=self.stop_ids,
+                    pad_id=self.tokenizer.pad_token_id,
+                    temperature=temperature,
+                    generator=self._generator,
+                )
+            for i, gen in zip(chunk, generations, strict=True):
+                text = self.tokenizer.decode(gen.tokens, skip_special_tokens=True)
+                results[i] = Completion(text, float(sum(gen.logprobs)), len(gen.tokens), gen.stopped)
+        return [r for r in results if r is not None]
+
+    def close(self) -> None:
+        self._prompts.clear()

@@ -1,0 +1,37 @@
+"""The built-in LM backends, registered through the same hook a third-party backend plugin uses.
+
+Each factory imports its heavy dependency only when called, so listing backends costs nothing and a missing
+optional package is a clear error only for the user who asks for that backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import llm_gym
+
+
+def _hf(model: str, **options: Any) -> Any:
+    from llm_gym.lm.backends.hf import HFBackend
+
+    return HFBackend(model, **options)
+
+
+def _openai(model: str, **options: Any) -> Any:
+    from llm_gym.lm.backends.openai_compat import OpenAIBackend
+
+    return OpenAIBackend(model, **options)
+
+
+def _vllm(model: str, **options: Any) -> Any:
+    from llm_gym.lm.backends.vllm_backend import VLLMBackend
+
+    return VLLMBackend(model, **options)
+
+
+@llm_gym.hookimpl
+def register_backends(register: Callable[[str, Callable[..., Any]], None]) -> None:
+    register("hf", _hf)
+    register("openai", _openai)
+    register("vllm", _vllm)

@@ -1,0 +1,134 @@
+"""A batched policy backed by any LM backend, in either action mode.
+
+* ``score``: a categorical over each env's legal actions, from the log-likelihood of each action's name as the
+  whole answer; greedy takes the most likely, otherwise it samples.
+* ``generate``: the model writes an answer; the shared parser (:func:`llm_gym.actions.parse_action`) reads an
+  action from it. What cannot be parsed falls back to the env's no-op (a random legal action where it has none)
+  and is counted. Envs whose action space is text (``Trace-v0``) get the answer itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import gymnasium as gym
+import numpy as np
+
+from llm_gym.actions import parse_action
+from llm_gym.agent import EnvConfig
+from llm_gym.errors import UnsupportedEnvError
+from llm_gym.lm.backends import GenerateRequest, LMBackend, ScoreRequest
+from llm_gym.lm.prompts import env_instructions
+
+ActionMode = Literal["score", "generate"]
+
+
+class EnvTraits:
+    """What a policy needs to know about an env, read once from a probe instance."""
+
+    def __init__(self, env: EnvConfig) -> None:
+        probe = env.make()
+        try:
+            unwrapped = probe.unwrapped
+            self.instructions = env_instructions(probe)
+            self.aliases: dict[str, int] = dict(getattr(unwrapped, "action_aliases", None) or {})
+            self.noop: int | None = getattr(unwrapped, "noop_action", None)
+            self.text_actions = isinstance(probe.action_space, gym.spaces.Text)
+        finally:
+            probe.close()
+
+
+def legal_choices(info: Mapping[str, Any], env_id: str) -> tuple[list[int], list[str]]:
+    """The legal action ids and their names from an env's ``info``."""
+    if "legal_actions" not in info or "action_names" not in info:
+        raise UnsupportedEnvError(
+            f"{env_id} does not list legal actions in info (legal_actions, action_names), so score mode cannot rank "
+            "them; use --set action_mode=generate"
+        )
+    return [int(a) for a in info["legal_actions"]], [str(n) for n in info["action_names"]]
+
+
+class LMPolicy:
+    """Acts for a batch of envs with one backend call per step.
+
+    Args:
+        backend: the LM backend.
+        env: the env config (its instructions become the system prompt).
+        mode: ``score`` or ``generate``.
+        greedy: score mode: take the most likely action instead of sampling; generate mode: temperature 0.
+        temperature: generate mode sampling temperature when not greedy.
+        max_new_tokens: generate mode answer budget.
+        seed: seed of the sampling RNG.
+    """
+
+    def __init__(
+        self,
+        backend: LMBackend,
+        env: EnvConfig,
+        *,
+        mode: ActionMode = "score",
+        greedy: bool = True,
+        temperature: float = 1.0,
+        max_new_tokens: int = 16,
+        seed: int = 0,
+    ) -> None:
+        self.backend, self.env_id, self.mode = backend, env.env_id, mode
+        self.traits = EnvTraits(env)
+        if mode == "score" and self.traits.text_actions:
+            raise UnsupportedEnvError(f"{env.env_id} takes free text as its action; use --set action_mode=generate")
+        self.greedy, self.temperature, self.max_new_tokens = greedy, temperature, max_new_tokens
+        self.rng = np.random.default_rng(seed)
+        self.seed = seed
+        self.decisions = 0
+        self.parse_failures = 0
+
+    def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[Any]:
+        self.decisions += len(observations)
+        if self.mode == "score":
+            return self._act_score(observations, infos)
+        return self._act_generate(observations, infos)
+
+    def _act_score(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
+        legal = [legal_choices(info, self.env_id) for info in infos]
+        requests = [
+            ScoreRequest(self.traits.instructions, obs, tuple(names))
+            for obs, (_, names) in zip(observations, legal, strict=True)
+        ]
+        actions = []
+        for loglik, (ids, _) in zip(self.backend.score(requests), legal, strict=True):
+            logp = loglik - np.logaddexp.reduce(loglik)
+            index = (
+                int(np.argmax(logp))
+                if self.greedy
+                else int(self.rng.choice(len(ids), p=np.exp(logp) / np.exp(logp).sum()))
+            )
+            actions.append(ids[index])
+        return actions
+
+    def _act_generate(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[Any]:
+        requests = [GenerateRequest(self.traits.instructions, obs) for obs in observations]
+        completions = self.backend.generate(
+            requests,
+            max_new_tokens=self.max_new_tokens,
+            temperature=0.0 if self.greedy else self.temperature,
+            seed=int(self.rng.integers(2**31)),
+        )
+        if self.traits.text_actions:
+            return [c.text for c in completions]
+        actions = []
+        for completion, info in zip(completions, infos, strict=True):
+            ids, names = legal_choices(info, self.env_id)
+            parsed = parse_action(completion.text, names, ids, self.traits.aliases)
+            if parsed.action is None:
+                self.parse_failures += 1
+                actions.append(self.fallback(ids))
+            else:
+                actions.append(parsed.action)
+        return actions
+
+    def fallback(self, legal: Sequence[int]) -> int:
+        """The action taken when an answer names no legal action: the no-op where legal, else a random one."""
+        if self.traits.noop is not None and self.traits.noop in legal:
+            return int(self.traits.noop)
+        return int(legal[int(self.rng.integers(len(legal)))])

@@ -1,0 +1,35 @@
+"""Process-wide torch settings for the LM runtime, chosen deliberately rather than left to defaults."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def configure_threads(threads: int = 0) -> int:
+    """Set torch's intra-op threads (``0``: one per available core) and return the number set.
+
+    Inter-op threads stay at 1: the runtime issues one op at a time, and a second pool only competes for cores.
+    """
+    import torch
+
+    count = threads if threads > 0 else available_cores()
+    torch.set_num_threads(count)
+    with contextlib.suppress(RuntimeError):  # only settable before the first parallel op; keep what is there
+        torch.set_num_interop_threads(1)
+    return count
+
+
+def default_device() -> str:
+    """``cuda`` when a GPU is visible, else ``cpu``."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
