@@ -9,6 +9,7 @@ and above it for the reference (never changes).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -42,8 +43,6 @@ class ActorCritic:
     """
 
     def __init__(self, config: PPOLoRAConfig, instructions: str, adapter: Path | None = None) -> None:
-        from peft import LoraConfig, PeftModel, get_peft_model
-
         self.config = config
         self.device = resolve_device(config.device)
         base, self.tokenizer = load_causal_lm(config.model, dtype=config.dtype, device=self.device)
@@ -54,18 +53,10 @@ class ActorCritic:
         num_layers = len(base.get_decoder().layers)
         top = config.trainable_layers if 0 < config.trainable_layers < num_layers else num_layers
         self.split_layer = num_layers - top
-        if adapter is not None:
-            self.model = PeftModel.from_pretrained(base, str(adapter), is_trainable=True)
-        else:
-            lora = LoraConfig(
-                r=config.lora_rank,
-                lora_alpha=config.lora_alpha,
-                lora_dropout=config.lora_dropout,
-                target_modules=list(config.lora_targets),
-                layers_to_transform=list(range(self.split_layer, num_layers)) if self.split_layer else None,
-                task_type="CAUSAL_LM",
-            )
-            self.model = get_peft_model(base, lora)
+        with warnings.catch_warnings():
+            # peft asks transformers about gradient checkpointing through a name transformers has deprecated.
+            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+            self.model = self._peft(base, config, num_layers, adapter)
         self.model.eval()  # no dropout in the base model; LoRA dropout follows train()/eval() of the update
         hidden_size = base.config.hidden_size
         self.value_head = nn.Linear(hidden_size, 1).to(self.device)
@@ -78,6 +69,21 @@ class ActorCritic:
         with torch.no_grad(), self.model.disable_adapter():
             self.reference_prefix = self.split.top_prefix(self.bottom_prefix)
         self.refresh()
+
+    def _peft(self, base: Any, config: PPOLoRAConfig, num_layers: int, adapter: Path | None) -> Any:
+        from peft import LoraConfig, PeftModel, get_peft_model
+
+        if adapter is not None:
+            return PeftModel.from_pretrained(base, str(adapter), is_trainable=True)
+        lora = LoraConfig(
+            r=config.lora_rank,
+            lora_alpha=config.lora_alpha,
+            lora_dropout=config.lora_dropout,
+            target_modules=list(config.lora_targets),
+            layers_to_transform=list(range(self.split_layer, num_layers)) if self.split_layer else None,
+            task_type="CAUSAL_LM",
+        )
+        return get_peft_model(base, lora)
 
     # -- parameters --------------------------------------------------------------------------------------------
 

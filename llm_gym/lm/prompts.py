@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-_SENTINELS = ("\x01A", "\x02z 9")
+_SENTINELS = ("Aa", "z 9")
 
 
 def observation_text(observation: Any) -> str:

@@ -25,7 +25,10 @@ def tiny_tokenizer() -> object:
     core.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
     core.decoder = decoders.Fuse()
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core, eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token="<unk>",
+        tokenizer_object=core,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        unk_token="<unk>",
         additional_special_tokens=list(SPECIAL_TOKENS[1:]),
     )
     tokenizer.chat_template = CHATML
@@ -33,8 +36,14 @@ def tiny_tokenizer() -> object:
 
 
 def make_tiny_model(
-    directory: str | Path, *, layers: int = 2, hidden: int = 64, heads: int = 4, kv_heads: int = 2,
-    seed: int = 0, init_std: float = 0.02,
+    directory: str | Path,
+    *,
+    layers: int = 2,
+    hidden: int = 64,
+    heads: int = 4,
+    kv_heads: int = 2,
+    seed: int = 0,
+    init_std: float = 0.02,
 ) -> Path:
     """Write a random Llama (``layers`` x ``hidden``) and the tiny tokenizer to ``directory``; returns it.
 
@@ -47,10 +56,18 @@ def make_tiny_model(
     directory = Path(directory)
     tokenizer = tiny_tokenizer()
     config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
-        num_attention_heads=heads, num_key_value_heads=kv_heads, max_position_embeddings=2048,
-        tie_word_embeddings=True, initializer_range=init_std, bos_token_id=None,
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+        initializer_range=init_std,
+        bos_token_id=None,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
     )
     torch.manual_seed(seed)
     model = LlamaForCausalLM(config)
