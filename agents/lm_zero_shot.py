@@ -83,13 +83,15 @@ class LMAgent(Agent):
             callback.on_training_start(env.env_id, config, 0)
         steps, returns, clock = 0, [], Stopwatch()
         while steps < config.total_steps:
+            # num_envs episodes in lockstep, each cut so that together they stay within the step budget.
+            budget = -(-(config.total_steps - steps) // config.num_envs)
             batch = run_episodes(
                 policy,
                 env,
                 config.num_envs,
                 seed=config.seed + len(returns),
                 num_envs=config.num_envs,
-                max_steps=config.total_steps - steps,
+                max_steps=budget,
             )
             for episode in batch:
                 steps += episode.length

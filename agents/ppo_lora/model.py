@@ -9,7 +9,6 @@ and above it for the reference (never changes).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -22,7 +21,7 @@ from llm_gym.lm.forward import PackedOutput, PrefixCache, compute_prefix
 from llm_gym.lm.models import load_causal_lm, resolve_model
 from llm_gym.lm.packing import PackedBatch, pack
 from llm_gym.lm.prompts import EncodedPrompt, PromptBuilder
-from llm_gym.lm.runtime import default_device
+from llm_gym.lm.runtime import default_device, quiet_peft
 from llm_gym.lm.split import SplitLM, TopPrefix
 
 ADAPTER_DIR, VALUE_HEAD_FILE = "adapter", "value_head.pt"
@@ -53,9 +52,7 @@ class ActorCritic:
         num_layers = len(base.get_decoder().layers)
         top = config.trainable_layers if 0 < config.trainable_layers < num_layers else num_layers
         self.split_layer = num_layers - top
-        with warnings.catch_warnings():
-            # peft asks transformers about gradient checkpointing through a name transformers has deprecated.
-            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        with quiet_peft():
             self.model = self._peft(base, config, num_layers, adapter)
         self.model.eval()  # no dropout in the base model; LoRA dropout follows train()/eval() of the update
         hidden_size = base.config.hidden_size

@@ -93,14 +93,15 @@ def checkpoint_policy(config: PPOLoRAConfig, env: EnvConfig, checkpoint: Path | 
     from llm_gym.agents.ppo_lora.model import resolve_device
     from llm_gym.lm.backends.hf import HFBackend
     from llm_gym.lm.models import load_causal_lm
-    from llm_gym.lm.runtime import configure_threads
+    from llm_gym.lm.runtime import configure_threads, quiet_peft
 
     configure_threads(config.threads)
     model, tokenizer = load_causal_lm(config.model, dtype=config.dtype, device=resolve_device(config.device))
     if checkpoint is not None:
         from peft import PeftModel
 
-        model = PeftModel.from_pretrained(model, str(adapter_dir(Path(checkpoint)))).merge_and_unload()
+        with quiet_peft():
+            model = PeftModel.from_pretrained(model, str(adapter_dir(Path(checkpoint)))).merge_and_unload()
         model.eval()
     backend = HFBackend.from_model(model, tokenizer, score_with_end=config.score_with_end)
     return LMPolicy(

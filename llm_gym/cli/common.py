@@ -46,6 +46,9 @@ SeedOption = Annotated[int | None, typer.Option("--seed", "-s", help="Seed (over
 ModelOption = Annotated[
     str | None, typer.Option("--model", "-m", help="Model for LM agents: smollm2-135m, an HF id or a local dir.")
 ]
+BackendOption = Annotated[
+    str | None, typer.Option("--backend", help="LM backend for LM agents: hf, openai, vllm (see `llm-gym plugins`).")
+]
 SetOption = Annotated[
     list[str] | None, typer.Option("--set", help="Override one config field: key=value (repeatable).")
 ]
@@ -65,8 +68,9 @@ def resolve_config(
     model: str | None = None,
     seed: int | None = None,
     base: Any = None,
+    backend: str | None = None,
 ) -> Any:
-    """Defaults (or ``base``) <- config file <- ``--set`` <- ``--model`` / ``--seed``."""
+    """Defaults (or ``base``) <- config file <- ``--set`` <- ``--model`` / ``--backend`` / ``--seed``."""
     config = base if base is not None else config_cls()
     if config_file is not None:
         config = apply_overrides(config, load_config_file(config_file), source=str(config_file))
@@ -77,6 +81,10 @@ def resolve_config(
         if "model" not in names:
             raise ConfigError(f"{config_cls.__name__} has no model to choose; drop --model")
         config = apply_overrides(config, {"model": model}, source="--model")
+    if backend is not None:
+        if "backend" not in names:
+            raise ConfigError(f"{config_cls.__name__} has no backend to choose; drop --backend")
+        config = apply_overrides(config, {"backend": backend}, source="--backend")
     if seed is not None:
         config = apply_overrides(config, {"seed": seed}, source="--seed")
     return config

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from llm_gym.agent import EnvConfig, load_policy
 from llm_gym.cli.common import (
+    BackendOption,
     ConfigOption,
     EnvArgOption,
     JsonOption,
@@ -42,6 +43,7 @@ def play(
     ] = None,
     video: Annotated[Path | None, typer.Option("--video", help="Record the first episode to this mp4.")] = None,
     model: ModelOption = None,
+    backend: BackendOption = None,
     sets: SetOption = None,
     config_file: ConfigOption = None,
     env_args: EnvArgOption = None,
@@ -59,7 +61,9 @@ def play(
             raise ConfigError("play needs --agent NAME and --env ID (or --checkpoint DIR)")
         env_spec(env)
         agent_cls = get_agent(agent)
-        config = resolve_config(agent_cls.Config, config_file=config_file, sets=sets, model=model, seed=seed)
+        config = resolve_config(
+            agent_cls.Config, config_file=config_file, sets=sets, model=model, seed=seed, backend=backend
+        )
         policy = agent_cls(config).policy(EnvConfig(env, env_kwargs))
         agent_name, env_id = agent, env
     # A policy may carry the env arguments it was trained with (e.g. nanogpt_ppo's grid size); --env-arg wins.

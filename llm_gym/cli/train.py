@@ -9,6 +9,7 @@ import typer
 
 from llm_gym.agent import EnvConfig
 from llm_gym.cli.common import (
+    BackendOption,
     ConfigOption,
     EnvArgOption,
     ModelOption,
@@ -31,6 +32,7 @@ def train(
     agent: Annotated[str | None, typer.Option("--agent", "-a", help="Agent name (see `llm-gym agents`).")] = None,
     env: Annotated[str | None, typer.Option("--env", "-e", help="Env id (see `llm-gym envs`).")] = None,
     model: ModelOption = None,
+    backend: BackendOption = None,
     seed: SeedOption = None,
     sets: SetOption = None,
     config_file: ConfigOption = None,
@@ -54,7 +56,9 @@ def train(
                 )
         agent_cls = get_agent(saved["agent"])
         base = from_dict(agent_cls.Config, saved["config"], source=str(run.path / "config.json"))
-        config = resolve_config(agent_cls.Config, config_file=config_file, sets=sets, model=model, seed=seed, base=base)
+        config = resolve_config(
+            agent_cls.Config, config_file=config_file, sets=sets, model=model, seed=seed, backend=backend, base=base
+        )
         run.update_config(to_dict(config))
         run.resumed_from = run.latest_checkpoint()
         env_config = EnvConfig(saved["env_id"], {**saved.get("env_kwargs", {}), **parse_env_args(env_args)})
@@ -65,7 +69,9 @@ def train(
             raise ConfigError("train needs --agent NAME and --env ID (or --resume RUN_DIR)")
         agent_cls = get_agent(agent)
         env_spec(env)
-        config = resolve_config(agent_cls.Config, config_file=config_file, sets=sets, model=model, seed=seed)
+        config = resolve_config(
+            agent_cls.Config, config_file=config_file, sets=sets, model=model, seed=seed, backend=backend
+        )
         env_config = EnvConfig(env, parse_env_args(env_args))
         run = Run.create(env, agent, to_dict(config), root=runs_root, path=run_dir, env_kwargs=env_config.kwargs)
         console.print(f"run directory: {run.path}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import warnings
+from collections.abc import Iterator
 
 
 def available_cores() -> int:
@@ -33,3 +35,12 @@ def default_device() -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+@contextlib.contextmanager
+def quiet_peft() -> Iterator[None]:
+    """Silence one warning peft triggers on every load (it asks transformers about gradient checkpointing through
+    a name transformers has deprecated); nothing the user can act on."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        yield

@@ -1,0 +1,82 @@
+"""``llm-gym export``: a trained LoRA checkpoint as a standalone model directory.
+
+``--merge`` folds the adapter into the base weights and writes a model that ``AutoModelForCausalLM.from_pretrained``
+loads with no peft installed; without it the adapter is copied as is (``PeftModel.from_pretrained`` loads it).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from llm_gym.cli.common import cli_errors, console
+from llm_gym.errors import CheckpointError, ConfigError
+
+
+def _checkpoint_dir(path: Path) -> Path:
+    from llm_gym.runs import Run, find_run_dir
+
+    run = Run.open(find_run_dir(path))
+    if path.resolve() == run.path.resolve():
+        latest = run.latest_checkpoint()
+        if latest is None:
+            raise CheckpointError(f"{run.path} has no complete checkpoint yet")
+        return latest
+    return path
+
+
+@cli_errors
+def export(
+    checkpoint: Annotated[Path, typer.Option("--checkpoint", "-c", help="A checkpoint (or run dir: its newest one).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write (must not exist).")],
+    merge: Annotated[
+        bool, typer.Option("--merge/--adapter-only", help="Fold the adapter into the base weights.")
+    ] = True,
+    dtype: Annotated[
+        Literal["float32", "bfloat16", "float16"], typer.Option("--dtype", help="Weights dtype of a merged model.")
+    ] = "float32",
+) -> None:
+    """Write a LoRA checkpoint's model to OUT: merged into the base model (default) or as the adapter alone."""
+    from llm_gym.runs import Run, find_run_dir
+
+    if out.exists():
+        raise ConfigError(f"{out} already exists; pass a new --out directory")
+    source = _checkpoint_dir(checkpoint)
+    adapter = source / "adapter"
+    if not (adapter / "adapter_config.json").is_file():
+        raise CheckpointError(f"{source} holds no LoRA adapter (adapter/adapter_config.json); only LoRA agents export")
+    tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        if merge:
+            from peft import PeftModel
+
+            from llm_gym.lm.models import load_causal_lm
+            from llm_gym.lm.runtime import quiet_peft
+
+            saved = Run.open(find_run_dir(source)).read_config()["config"]
+            base_name = (
+                saved.get("model")
+                or json.loads((adapter / "adapter_config.json").read_text())["base_model_name_or_path"]
+            )
+            model, tokenizer = load_causal_lm(base_name, dtype=dtype, device="cpu")
+            with quiet_peft():
+                merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
+            merged.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+        else:
+            shutil.copytree(adapter, tmp)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp.rename(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    what = "merged model" if merge else "adapter"
+    console.print(f"{what} from {source} written to {out}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("export")(export)
