@@ -115,9 +115,3 @@ class RolloutBuffer:
                 action_mask=torch.from_numpy(action_mask[rows]).to(self.device),
                 **{name: tensor[chunk].to(self.device) for name, tensor in flat.items()},
             )
-
-    # -- checkpointing: a rollout boundary holds nothing worth saving, but tests read these back ----------------
-
-    @property
-    def num_samples(self) -> int:
-        return self.steps * self.num_envs

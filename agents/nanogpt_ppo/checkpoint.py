@@ -9,6 +9,7 @@ seeds on resume instead (the run continues, though not bit for bit).
 from __future__ import annotations
 
 import pickle
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,12 @@ class EnvLoopState:
     next_done: torch.Tensor
     episode_return: np.ndarray
     episode_length: np.ndarray
+
+    @classmethod
+    def fresh(cls, observations: Sequence[str], masks: np.ndarray, lives: np.ndarray) -> EnvLoopState:
+        """The state right after the envs were reset."""
+        n = len(observations)
+        return cls(list(observations), masks, lives, torch.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64))
 
 
 def save_training(

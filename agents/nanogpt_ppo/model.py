@@ -141,6 +141,13 @@ class NanoGPTActorCritic(nn.Module):
         for name, param in self.named_parameters():
             if name.endswith("c_proj.weight"):
                 nn.init.normal_(param, std=0.02 / math.sqrt(2 * self.shape.n_layer))
+        if self.shape.positions == "line_column":
+            # Ordered from the start: sinusoids (lines in the first half of the channels, columns in the second),
+            # so "left of" and "above" are near-linear in the embeddings before any learning; then trained freely.
+            half = self.shape.n_embd // 2
+            with torch.no_grad():
+                self.w_line.weight.zero_()[:, :half] = sinusoids(self.shape.context, half)
+                self.w_col.weight.zero_()[:, half : 2 * half] = sinusoids(self.shape.context, half)
         # CleanRL's head init: a near-uniform first policy, a value head on the scale of returns.
         nn.init.orthogonal_(self.policy_head.weight, gain=0.01)
         nn.init.orthogonal_(self.value_head.weight, gain=1.0)
@@ -182,6 +189,17 @@ class NanoGPTActorCritic(nn.Module):
         if action_mask is not None:
             logits = logits.masked_fill(~action_mask.bool(), MASKED_LOGIT)
         return logits, self.value_head(feats).squeeze(-1)
+
+
+def sinusoids(length: int, channels: int, rms: float = 0.02) -> torch.Tensor:
+    """(length, channels) sin/cos position table (Vaswani et al. 2017) scaled to an RMS of ``rms`` per channel,
+    that of nanoGPT's N(0, 0.02) embeddings. Low frequencies make position differences near-linear."""
+    position = torch.arange(length, dtype=torch.float32)[:, None]
+    frequency = 1.0 / (10_000.0 ** (torch.arange(0, channels, 2, dtype=torch.float32) / channels))
+    table = torch.zeros(length, channels)
+    table[:, 0::2] = torch.sin(position * frequency)
+    table[:, 1::2] = torch.cos(position * frequency)[:, : channels // 2]
+    return table * rms * math.sqrt(2)
 
 
 def line_and_column(tokens: torch.Tensor, newline_id: int) -> tuple[torch.Tensor, torch.Tensor]:

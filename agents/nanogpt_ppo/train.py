@@ -72,14 +72,7 @@ def train(
     buffer = RolloutBuffer(steps, n, shape.context, shape.n_actions, device)
     envs = make_vector_env(env, n, cfg.vector_env)
     obs, infos = envs.reset(seed=[cfg.seed + i for i in range(n)])
-    loop = EnvLoopState(
-        observations=list(obs),
-        masks=action_masks(infos, n, shape.n_actions),
-        lives=lives(infos, n),
-        next_done=torch.zeros(n),
-        episode_return=np.zeros(n),
-        episode_length=np.zeros(n, dtype=np.int64),
-    )
+    loop = EnvLoopState.fresh(obs, action_masks(infos, n, shape.n_actions), lives(infos, n))
     counters = Counters()
     if run.resumed_from is not None:
         model.load_state_dict(load_network(run.resumed_from, str(device)).state_dict())
@@ -88,14 +81,7 @@ def train(
             restore(envs, env_states)
         else:  # envs without snapshots start fresh episodes, seeded past the ones already played
             obs, infos = envs.reset(seed=[cfg.seed + counters.update * n + i for i in range(n)])
-            loop = EnvLoopState(
-                list(obs),
-                action_masks(infos, n, shape.n_actions),
-                lives(infos, n),
-                torch.zeros(n),
-                np.zeros(n),
-                np.zeros(n, dtype=np.int64),
-            )
+            loop = EnvLoopState.fresh(obs, action_masks(infos, n, shape.n_actions), lives(infos, n))
     num_updates = cfg.num_updates
     clip = float(cfg.reward_clip or 0.0)
     for callback in callbacks:
