@@ -13,7 +13,7 @@ from llm_gym.envs.trace.env import TraceEnv
 from llm_gym.envs.trace.sandbox import SandboxLimits
 from llm_gym.errors import ConfigError
 
-QUICK = SandboxLimits(wall_seconds=1.5, cpu_seconds=1.0)
+QUICK = SandboxLimits(wall_seconds=3.0, cpu_seconds=1.0)  # a busy loop ends after 1 s of CPU
 
 
 def _answer(expected: str) -> str:
