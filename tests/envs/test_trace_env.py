@@ -91,15 +91,21 @@ def test_bad_arguments_are_one_clear_line(tmp_path: Path) -> None:
         TraceEnv(dataset=bad)
 
 
+BROKEN = ["timeout", "error", "blocked", "output_limit", "memory", "process_limit", "blocked", "blocked", "error"]
 ROWS = [
     {
         "program": "name = input()\ncount = int(input())\nfor i in range(count):\n    print(name, i)\n",
         "inputs": ["ada", "2"],
     },
-    {"program": "while True:\n    pass\n"},  # timeout
-    {"program": "x = 1\nprint(x)\nprint(1 / 0)\n"},  # error
-    {"program": "open('/etc/llm-gym-escape', 'w').write('x')\n"},  # blocked
-    {"program": "while True:\n    print('spam')\n"},  # output limit
+    {"program": "while True:\n    pass\n"},
+    {"program": "x = 1\nprint(x)\nprint(1 / 0)\n"},
+    {"program": "open('/etc/llm-gym-escape', 'w').write('x')\n"},
+    {"program": "while True:\n    print('spam')\n"},
+    {"program": "x = bytearray(10**10)\n"},
+    {"program": "import os\nwhile True:\n    os.fork()\n"},
+    {"program": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"},
+    {"program": "import socket\nsocket.create_connection(('127.0.0.1', 80))\n"},
+    {"program": "def f(n):\n    return f(n + 1)\nf(0)\n"},
     {"program": "print('caf\u00e9')\n"},  # outside the observation charset
     {"program": "total = 0\nfor w in input().split():\n    total += len(w)\nprint(total)\n", "inputs": "to be or\n"},
 ]
@@ -125,11 +131,12 @@ def test_dataset_programs_with_stdin(dataset: Path) -> None:
 def test_broken_dataset_programs_are_skipped_with_their_status(dataset: Path) -> None:
     env = TraceEnv(dataset=dataset, limits=QUICK)
     obs, info = env.reset(options={"task_id": 1})
-    assert info["task_id"] == 6 and info["valid"]
+    last = len(ROWS) - 1
+    assert info["task_id"] == last and info["valid"]
     statuses = [reason.split(":")[0] for _, reason in info["skipped"]]
-    assert [t for t, _ in info["skipped"]] == [1, 2, 3, 4, 5]
-    assert statuses[:4] == ["timeout", "error", "blocked", "output_limit"]
-    assert "charset" in info["skipped"][4][1]
+    assert [t for t, _ in info["skipped"]] == list(range(1, last))
+    assert statuses[: len(BROKEN)] == BROKEN
+    assert "charset" in info["skipped"][-1][1]
     assert env.task.expected.endswith("6\n") and "__DBG_1__" in env.task.expected
     _, reward, *_ = env.step(env.task.expected)
     assert reward == 1.0, "the env keeps working after hostile programs"
@@ -137,7 +144,7 @@ def test_broken_dataset_programs_are_skipped_with_their_status(dataset: Path) ->
 
 def test_broken_dataset_programs_can_be_marked(dataset: Path) -> None:
     env = TraceEnv(dataset=dataset, limits=QUICK, on_invalid="mark")
-    for task_id, status in ((1, "timeout"), (2, "error"), (3, "blocked"), (4, "output_limit"), (5, "invalid")):
+    for task_id, status in enumerate([*BROKEN, "invalid"], start=1):
         _, info = env.reset(options={"task_id": task_id})
         assert info["status"] == status and not info["valid"] and info["detail"]
         _, reward, _, _, info = env.step(env.task.expected)
