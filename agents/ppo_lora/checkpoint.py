@@ -36,10 +36,10 @@ class Counters:
     episodes: int = 0
     kl_coef: float = 0.0
     best_eval_return: float = float("-inf")
-    eval_history: list[tuple[int, float]] = field(default_factory=list)
-    """(env step, mean greedy evaluation return) of every evaluation."""
-    train_history: list[tuple[int, float]] = field(default_factory=list)
-    """(env step, mean return of the training episodes that ended in that rollout)."""
+    eval_history: list[tuple[int, float, float]] = field(default_factory=list)
+    """(env step, mean greedy evaluation return, mean game score) of every evaluation."""
+    train_history: list[tuple[int, float, float, int]] = field(default_factory=list)
+    """(env step, mean return, mean raw game return, episodes) of the training episodes that ended in a rollout."""
     wall_seconds: float = 0.0
 
 

@@ -64,8 +64,9 @@ def _crossed(before: int, after: int, every: int) -> bool:
 
 def evaluate(
     ac: ActorCritic, env: EnvConfig, config: PPOLoRAConfig, run: Run, step: int, renders: bool
-) -> tuple[float, float, list[float]]:
-    """Greedy episodes with the current adapter; records the first one as a video where the env renders frames."""
+) -> tuple[float, float, float, list[float]]:
+    """Greedy episodes with the current adapter: (mean return, 95% CI, mean game score, returns). The first episode
+    is recorded as a video where the env renders frames."""
     video = run.video_path(f"eval_step_{step}.mp4") if (config.video and renders) else None
     results = run_episodes(
         live_policy(ac, env, config),
@@ -77,8 +78,10 @@ def evaluate(
         video_path=video,
     )
     returns = [r.episode_return for r in results]
+    # The game's own score where the env reports one (returns include any reward shaping the env was asked for).
+    scores = [float(r.final_info.get("score", r.episode_return)) for r in results]
     mean, ci = mean_ci95(returns)
-    return mean, ci, returns
+    return mean, ci, float(np.mean(scores)), returns
 
 
 def train(config: PPOLoRAConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callback], agent: str) -> dict[str, Any]:
@@ -110,10 +113,10 @@ def train(config: PPOLoRAConfig, env: EnvConfig, run: Run, callbacks: Sequence[C
         pool.reset()
     for callback in callbacks:
         callback.on_training_start(env.env_id, config, counters.global_step)
-    if not resume and (config.eval_every > 0 or config.eval_episodes > 0):
-        mean, ci, _ = evaluate(ac, env, config, run, 0, renders)
-        counters.eval_history.append((0, mean))
-        run.log_scalars(0, {"eval/mean_return": mean, "eval/ci95": ci})
+    if not resume and config.eval_episodes > 0:
+        mean, ci, score, _ = evaluate(ac, env, config, run, 0, renders)
+        counters.eval_history.append((0, mean, score))
+        run.log_scalars(0, {"eval/mean_return": mean, "eval/ci95": ci, "eval/mean_score": score})
 
     progress = Progress(
         TextColumn("[bold]ppo_lora[/] {task.description}"),
@@ -173,7 +176,9 @@ def train(config: PPOLoRAConfig, env: EnvConfig, run: Run, callbacks: Sequence[C
             )
             if len(episodes["returns"]):
                 mean_return = float(episodes["returns"].mean())
-                counters.train_history.append((counters.global_step, mean_return))
+                counters.train_history.append(
+                    (counters.global_step, mean_return, float(episodes["raw_returns"].mean()), len(episodes["returns"]))
+                )
                 scalars.update(
                     {
                         "charts/episodic_return": mean_return,
@@ -182,7 +187,7 @@ def train(config: PPOLoRAConfig, env: EnvConfig, run: Run, callbacks: Sequence[C
                     }
                 )
             run.log_scalars(counters.global_step, {k: v for k, v in scalars.items() if not math.isnan(v)})
-            recent = [r for _, r in counters.train_history[-5:]]
+            recent = [entry[1] for entry in counters.train_history[-5:]]
             progress.update(
                 task,
                 completed=min(counters.global_step, config.total_steps),
@@ -192,10 +197,12 @@ def train(config: PPOLoRAConfig, env: EnvConfig, run: Run, callbacks: Sequence[C
             stopped = should_stop([c.on_update(counters.global_step, scalars) for c in callbacks])
             last = stopped or counters.global_step >= config.total_steps
             # -- evaluation (greedy), best checkpoint --------------------------------------------------------
-            if (last and config.eval_episodes > 0) or _crossed(step_before, counters.global_step, config.eval_every):
-                mean, ci, returns_ = evaluate(ac, env, config, run, counters.global_step, renders)
-                counters.eval_history.append((counters.global_step, mean))
-                run.log_scalars(counters.global_step, {"eval/mean_return": mean, "eval/ci95": ci})
+            if config.eval_episodes > 0 and (last or _crossed(step_before, counters.global_step, config.eval_every)):
+                mean, ci, score, returns_ = evaluate(ac, env, config, run, counters.global_step, renders)
+                counters.eval_history.append((counters.global_step, mean, score))
+                run.log_scalars(
+                    counters.global_step, {"eval/mean_return": mean, "eval/ci95": ci, "eval/mean_score": score}
+                )
                 if mean > counters.best_eval_return:
                     counters.best_eval_return = mean
                     with run.checkpoint(counters.global_step, name="best") as directory:
@@ -214,7 +221,6 @@ def train(config: PPOLoRAConfig, env: EnvConfig, run: Run, callbacks: Sequence[C
     pool.close()
 
     # -- summary -----------------------------------------------------------------------------------------------
-    train_returns = [r for _, r in counters.train_history]
     summary = {
         "agent": agent,
         "env_id": env.env_id,
@@ -227,13 +233,47 @@ def train(config: PPOLoRAConfig, env: EnvConfig, run: Run, callbacks: Sequence[C
         "train_history": counters.train_history,
         "first_eval_return": counters.eval_history[0][1] if counters.eval_history else None,
         "final_eval_return": counters.eval_history[-1][1] if counters.eval_history else None,
+        "first_eval_score": counters.eval_history[0][2] if counters.eval_history else None,
+        "final_eval_score": counters.eval_history[-1][2] if counters.eval_history else None,
         "best_eval_return": counters.best_eval_return if counters.eval_history else None,
-        "mean_return": float(np.mean(train_returns[-5:])) if train_returns else None,
+        "mean_return": _recent_mean(counters.train_history, 1),
+        "mean_raw_return": _recent_mean(counters.train_history, 2),
         "wall_seconds": counters.wall_seconds,
         "steps_per_second": counters.global_step / max(counters.wall_seconds, 1e-9),
         "checkpoint": str(run.latest_checkpoint()) if run.latest_checkpoint() else None,
+        "videos": sorted(str(p) for p in run.videos_dir.glob("*.mp4")) if run.videos_dir.is_dir() else [],
     }
     run.write_summary(summary)
+    if config.progress:
+        _print_summary(summary)
     for callback in callbacks:
         callback.on_training_end(counters.global_step, summary)
     return summary
+
+
+def _recent_mean(history: list[tuple], column: int, last: int = 5) -> float | None:
+    """Mean of one column over the last rollouts that finished episodes, weighted by their episode counts."""
+    recent = history[-last:]
+    if not recent:
+        return None
+    weights = [entry[3] for entry in recent]
+    return float(np.average([entry[column] for entry in recent], weights=weights))
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    from rich.console import Console
+
+    console = Console()
+    if summary["first_eval_return"] is not None:
+        console.print(
+            f"greedy evaluation: return {summary['first_eval_return']:.2f} -> {summary['final_eval_return']:.2f}, "
+            f"game score {summary['first_eval_score']:.2f} -> {summary['final_eval_score']:.2f} "
+            f"(before -> after {summary['env_steps']} env steps)"
+        )
+    if summary["mean_return"] is not None:
+        console.print(
+            f"training episodes, last rollouts: return {summary['mean_return']:.2f}, game score {summary['mean_raw_return']:.2f}"
+        )
+    console.print(f"checkpoint: {summary['checkpoint']}")
+    for video in summary["videos"][-1:]:
+        console.print(f"video: {video}")

@@ -151,7 +151,7 @@ def test_generate_mode_learns_on_a_text_action_env(tmp_path: Path, wider_model_d
         value_coef=0.1,
     )
     summary, _ = _train(tmp_path, "TestDigitWriter-v0", config)
-    history = [r for _, r in summary["train_history"]]
+    history = [entry[1] for entry in summary["train_history"]]
     assert np.mean(history[:2]) < 0.4 and np.mean(history[-2:]) > 0.5, history
 
 
