@@ -3,6 +3,7 @@ bookkeeping and snapshots for an exact ``--resume``."""
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -110,9 +111,15 @@ class EnvPool:
     def state(self) -> dict[str, Any]:
         """Everything needed to continue where the envs are: emulator snapshots where the envs can take them."""
         inner = [e.unwrapped for e in self.envs]
-        can_snapshot = all(hasattr(e, "clone_state") and hasattr(e, "restore_state") for e in inner)
+        snapshots = None
+        if all(hasattr(e, "clone_state") and hasattr(e, "restore_state") for e in inner):
+            snapshots = [e.clone_state() for e in inner]
+            try:  # a snapshot that cannot be written (e.g. one holding live C++ objects) means: reset on resume
+                pickle.dumps(snapshots)
+            except (TypeError, AttributeError, pickle.PicklingError):
+                snapshots = None
         return {
-            "snapshots": [e.clone_state() for e in inner] if can_snapshot else None,
+            "snapshots": snapshots,
             "wrappers": [_wrapper_state(e) for e in self.envs],
             "observations": list(self.observations),
             "infos": [_plain_info(i) for i in self.infos],

@@ -1,0 +1,85 @@
+"""ppo_lora on the other env families: OpenSpiel (score mode over a legal set that changes every turn, envs
+snapshot for resume) and Trace-v0 (generate mode, the answer text is the action)."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+
+from llm_gym.agent import EnvConfig
+from llm_gym.agents.ppo_lora import PPOLoRAAgent
+from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
+from llm_gym.config import to_dict
+from llm_gym.errors import UnsupportedEnvError
+from llm_gym.runs import Run
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from llm_gym.lm.testing import make_tiny_model
+
+    return make_tiny_model(tmp_path_factory.mktemp("tiny-lm"), layers=2, hidden=32)
+
+
+def _train(tmp_path: Path, env_id: str, config: PPOLoRAConfig) -> tuple[dict, Run]:
+    run = Run.create(env_id, "ppo_lora", to_dict(config), path=tmp_path / "run")
+    try:
+        return PPOLoRAAgent(config).train(EnvConfig(env_id), run), run
+    finally:
+        run.close()
+
+
+def test_openspiel_score_mode_over_varying_legal_actions(tmp_path: Path, model_dir: Path) -> None:
+    config = PPOLoRAConfig(
+        model=str(model_dir),
+        dtype="float32",
+        threads=1,
+        total_steps=24,
+        num_envs=3,
+        num_steps=4,
+        minibatch_size=6,
+        trainable_layers=1,
+        eval_episodes=2,
+        eval_max_steps=5,
+        progress=False,
+    )
+    summary, run = _train(tmp_path, "OpenSpiel-tic_tac_toe-v0", config)
+    assert summary["env_steps"] == 24 and summary["episodes"] >= 3  # tic-tac-toe games end within 5 own moves
+    checkpoint = Path(summary["checkpoint"])
+    with open(checkpoint / "envs.pkl", "rb") as handle:
+        state = pickle.load(handle)
+    # OpenSpiel snapshots hold objects pickle cannot write: the checkpoint says so, and a resume starts new games.
+    assert state["snapshots"] is None and len(state["observations"]) == 3
+    assert all(info["legal_actions"] for info in state["infos"])
+    resumed = Run.open(run.path)
+    resumed.resumed_from = resumed.latest_checkpoint()
+    more = PPOLoRAAgent(PPOLoRAConfig(**{**to_dict(config), "total_steps": 36})).train(
+        EnvConfig("OpenSpiel-tic_tac_toe-v0"), resumed
+    )
+    resumed.close()
+    assert more["env_steps"] == 36 and more["updates"] == 3
+
+
+def test_trace_generate_mode_sends_the_answer_text(tmp_path: Path, model_dir: Path) -> None:
+    config = PPOLoRAConfig(
+        model=str(model_dir),
+        dtype="float32",
+        threads=1,
+        action_mode="generate",
+        max_new_tokens=6,
+        total_steps=4,
+        num_envs=2,
+        num_steps=2,
+        minibatch_size=4,
+        trainable_layers=1,
+        eval_episodes=0,
+        progress=False,
+    )
+    summary, _ = _train(tmp_path, "Trace-v0", config)
+    assert summary["env_steps"] == 4 and summary["episodes"] == 4  # one answer per Trace task
+    with pytest.raises(UnsupportedEnvError, match="action_mode=generate"):
+        PPOLoRAAgent(PPOLoRAConfig(model=str(model_dir), total_steps=1)).train(
+            EnvConfig("Trace-v0"), Run.create("Trace-v0", "ppo_lora", {}, path=tmp_path / "score-run")
+        )
