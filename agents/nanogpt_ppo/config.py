@@ -25,6 +25,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "n_embd": 96,
         "mlp_ratio": 1,
         "positions": "absolute",
+        "query_summary": False,
         "num_envs": 1,
         "rollout_steps": 1024,
         "minibatch_size": 64,
@@ -49,6 +50,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "n_embd": 64,
         "mlp_ratio": 4,
         "positions": "line_column",
+        "query_summary": True,
         "num_envs": 8,
         "rollout_steps": 128,
         "minibatch_size": 256,
@@ -96,6 +98,9 @@ class NanoGPTPPOConfig(AgentConfig):
     """Hidden width of each MLP as a multiple of n_embd (nanoGPT: 4; the original RL_Driven_nanoGPT: 1)."""
     positions: Literal["absolute", "line_column"] | None = None
     """Position embeddings: `absolute` (one per index, as nanoGPT) or `line_column` (line + column, counted from newlines)."""
+
+    query_summary: bool | None = None
+    """Give the query token the channel-wise max of the embeddings before it, so the heads see a rare character (the ball) from the start."""
 
     # -- rollouts ----------------------------------------------------------------------------------------------
     num_envs: int | None = None

@@ -14,7 +14,7 @@ from llm_gym.agent import EnvConfig
 from llm_gym.agents.nanogpt_ppo.config import NanoGPTPPOConfig
 from llm_gym.agents.nanogpt_ppo.envs import info_mask, text_length, with_grid
 from llm_gym.agents.nanogpt_ppo.model import MASKED_LOGIT, GPTShape, NanoGPTActorCritic
-from llm_gym.agents.nanogpt_ppo.tokenizer import CharTokenizer
+from llm_gym.agents.nanogpt_ppo.tokenizer import QUERY, CharTokenizer
 from llm_gym.errors import CheckpointError
 
 SHAPE_FILE, WEIGHTS_FILE = "shape.json", "model.pt"
@@ -46,6 +46,8 @@ def network_shape(config: NanoGPTPPOConfig, env: EnvConfig) -> GPTShape:
         n_actions=num_actions,
         positions=cfg.positions,  # type: ignore[arg-type]
         newline_id=int(tokenizer.encode("\n")[0]),
+        query_summary=bool(cfg.query_summary),
+        query_id=QUERY,
     )
 
 

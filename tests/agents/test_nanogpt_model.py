@@ -20,7 +20,9 @@ TOKENIZER = CharTokenizer()
 NEWLINE = int(TOKENIZER.encode("\n")[0])
 
 
-def tiny(positions: str = "line_column", n_layer: int = 2, context: int = 48, n_actions: int = 4) -> NanoGPTActorCritic:
+def tiny(
+    positions: str = "line_column", n_layer: int = 2, context: int = 48, n_actions: int = 4, query_summary: bool = True
+) -> NanoGPTActorCritic:
     torch.manual_seed(0)
     shape = GPTShape(
         vocab_size=TOKENIZER.vocab_size,
@@ -31,7 +33,9 @@ def tiny(positions: str = "line_column", n_layer: int = 2, context: int = 48, n_
         mlp_ratio=2,
         n_actions=n_actions,
         positions=positions,
-        newline_id=NEWLINE,  # type: ignore[arg-type]
+        newline_id=NEWLINE,
+        query_summary=query_summary,
+        query_id=QUERY,  # type: ignore[arg-type]
     )
     # float64 so "unchanged" can be checked to rounding error, not to a loose tolerance
     return NanoGPTActorCritic(shape).double().eval()
@@ -41,12 +45,14 @@ def grid_tokens(batch: int, length: int, seed: int = 0) -> torch.Tensor:
     generator = torch.Generator().manual_seed(seed)
     tokens = torch.randint(3, TOKENIZER.vocab_size, (batch, length), generator=generator)
     tokens[:, 7::8] = NEWLINE
+    tokens[:, 11::13] = QUERY  # query tokens mid-sequence: their prefix summary must stay causal too
     return tokens
 
 
+@pytest.mark.parametrize("query_summary", [False, True])
 @pytest.mark.parametrize("positions", ["absolute", "line_column"])
-def test_a_later_token_never_changes_an_earlier_position(positions: str) -> None:
-    model = tiny(positions)
+def test_a_later_token_never_changes_an_earlier_position(positions: str, query_summary: bool) -> None:
+    model = tiny(positions, query_summary=query_summary)
     tokens = grid_tokens(2, 40)
     before = model.hidden(tokens)
     for changed in (5, 17, 39):
@@ -87,6 +93,32 @@ def test_heads_have_the_documented_shapes_and_masks_zero_illegal_actions() -> No
     # the entropy of the masked distribution is that of the 3 legal actions alone
     legal = torch.softmax(logits[:, [0, 2, 4]], -1)
     torch.testing.assert_close(entropy, -(legal * legal.log()).sum(-1))
+
+
+def test_query_summary_gives_the_query_input_a_single_character_elsewhere() -> None:
+    # Two observations that differ in one character (where a ball is): without the summary the query token's input
+    # is the same for both (only attention can tell them apart, and at initialisation it averages over everything);
+    # with it the input differs, so the features depend on the observation from the first step.
+    tokens = torch.full((2, 40), int(TOKENIZER.encode(" ")[0]))
+    tokens[:, 7::8] = NEWLINE
+    tokens[0, 12], tokens[1, 30] = int(TOKENIZER.encode("o")[0]), int(TOKENIZER.encode("o")[0])
+    tokens[:, 39] = QUERY
+    without, with_summary = (tiny(query_summary=s)._embed(tokens)[:, 39] for s in (False, True))
+    assert torch.equal(without[0], without[1])
+    assert not torch.allclose(with_summary[0], with_summary[1])
+
+
+def test_query_summary_fast_path_equals_the_running_max() -> None:
+    model = tiny()
+    tokens = grid_tokens(3, 30, seed=2)
+    tokens[tokens == QUERY] = 5
+    tokens[:, 29], tokens[1, 0] = QUERY, QUERY  # row 1: a query with nothing before it gets no summary
+    x = torch.randn(3, 30, 16, requires_grad=True)
+    fast = model._query_summary(tokens[[0, 2]], x[[0, 2]])
+    tokens_twice = torch.cat([tokens, tokens[:, :1]], 1)  # two queries in row 1: forces the running max
+    slow = model._query_summary(tokens_twice, torch.cat([x, x[:, :1]], 1))[:, :30]
+    assert torch.equal(fast, slow[[0, 2]])
+    assert torch.equal(model._query_summary(tokens[1:2], x[1:2])[0, 0], torch.zeros(16))
 
 
 def test_a_first_policy_is_close_to_uniform() -> None:
