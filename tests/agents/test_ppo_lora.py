@@ -17,6 +17,7 @@ from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.config import to_dict
 from llm_gym.envs.spaces import text_space
 from llm_gym.lm.backends import ScoreRequest
+from llm_gym.lm.runtime import quiet_peft
 from llm_gym.runs import Run
 
 COLOURS = ("red", "green", "blue")
@@ -159,13 +160,18 @@ def test_checkpoint_is_a_plain_peft_adapter(tmp_path: Path, tiny_model_dir: Path
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
-    config = _config(tiny_model_dir, total_steps=64)
+    # Adaptive KL: a target far below the measured KL makes the coefficient grow by the capped 20% x 32/100 per
+    # update (the first update starts at KL 0, the adapter being zero-initialised, so its mean KL is tiny).
+    config = _config(tiny_model_dir, total_steps=64, kl_coef=0.01, kl_target=1e-12, kl_horizon=100)
     summary, run = _train(tmp_path, "TestColourBandit-v0", config)
     checkpoint = Path(summary["checkpoint"])
+    counters = torch.load(checkpoint / "training.pt", weights_only=True)["counters"]
+    assert counters["kl_coef"] == pytest.approx(0.01 * (1 + 0.2 * 32 / 100) ** 2, rel=1e-6)
     adapter = json.loads((checkpoint / "adapter" / "adapter_config.json").read_text())
     assert adapter["base_model_name_or_path"] == str(tiny_model_dir)
     base = AutoModelForCausalLM.from_pretrained(adapter["base_model_name_or_path"])
-    peft_model = PeftModel.from_pretrained(base, str(checkpoint / "adapter")).eval()
+    with quiet_peft():
+        peft_model = PeftModel.from_pretrained(base, str(checkpoint / "adapter")).eval()
     # Plain peft and the agent's own (merged) policy give the same scores.
     policy, agent = load_policy(checkpoint)
     assert agent.name == "ppo_lora"

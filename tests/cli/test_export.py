@@ -10,6 +10,7 @@ import torch
 from typer.testing import CliRunner
 
 from llm_gym.cli import build_app
+from llm_gym.lm.runtime import quiet_peft
 
 runner = CliRunner()
 
@@ -39,7 +40,8 @@ def test_merged_export_loads_with_transformers_alone(trained_run: Path, tmp_path
     merged = AutoModelForCausalLM.from_pretrained(out).eval()
     checkpoint = trained_run / "checkpoints" / "step_8"
     base = AutoModelForCausalLM.from_pretrained(trained_run.parent / "model")
-    reference = PeftModel.from_pretrained(base, str(checkpoint / "adapter")).eval()
+    with quiet_peft():
+        reference = PeftModel.from_pretrained(base, str(checkpoint / "adapter")).eval()
     ids = torch.tensor([[5, 17, 40, 41, 60, 2, 9]])
     with torch.no_grad():
         expected, got = reference(ids).logits, merged(ids).logits
