@@ -51,62 +51,58 @@ def decide(
     *,
     mode: str,
     generator: torch.Generator,
-    greedy: bool = False,
     with_reference: bool = False,
 ) -> Decisions:
-    """Decide for every row at once (sampling, or greedy for evaluation)."""
+    """Sample a decision for every row at once: frozen layers once, trainable layers for the policy and the value,
+    and (``with_reference``) once more with the adapter disabled."""
     prompts = ac.encode(observations)
     if mode == "score":
         legal = [legal_choices(info, env_id) for info in infos]
-        continuations = [ac.choices(n) for _, n in legal]
+        continuations = [ac.choices(names) for _, names in legal]
     else:
-        texts, continuations = _sample_answers(ac, prompts, generator, greedy)
+        texts, continuations = _sample_answers(ac, prompts, generator)
     batch = ac.pack([p.ids for p in prompts], [p.uses_prefix for p in prompts], continuations)
     hidden = ac.bottom(batch)
     out, values = ac.top(hidden, batch, "rollout")
     ref = ac.top(hidden, batch, "reference")[0] if with_reference else None
     rows = len(prompts)
-    lengths = batch.row_lengths.tolist()
-    row_hidden = [hidden[i, : lengths[i]].clone() for i in range(rows)]
+    common = {
+        "prompts": [p.ids for p in prompts],
+        "uses_prefix": [p.uses_prefix for p in prompts],
+        "continuations": continuations,
+        "hidden": [hidden[i, :n].clone() for i, n in enumerate(batch.row_lengths.tolist())],
+        "values": values.cpu(),
+    }
+    nothing = [torch.empty(0)] * rows
     if mode == "score":
-        logp = categorical_logprobs(out.seq_logprobs, batch.seq_row, rows)
-        choice = logp.argmax(-1) if greedy else torch.multinomial(logp.exp().cpu(), 1, generator=generator).squeeze(1)
-        ref_logp = categorical_logprobs(ref.seq_logprobs, batch.seq_row, rows) if ref is not None else None
-        counts = [len(c) for c in continuations]
+        logp = categorical_logprobs(out.seq_logprobs, batch.seq_row, rows).cpu()
+        choice = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(1)
+        reference = nothing
+        if ref is not None:
+            ref_logp = categorical_logprobs(ref.seq_logprobs, batch.seq_row, rows).cpu()
+            reference = [ref_logp[i, : len(continuations[i])] for i in range(rows)]
         return Decisions(
-            [p.ids for p in prompts],
-            [p.uses_prefix for p in prompts],
-            continuations,
-            row_hidden,
-            [legal[i][0][int(choice[i])] for i in range(rows)],
-            choice.cpu(),
-            logp.gather(1, choice[:, None].to(logp.device)).squeeze(1).cpu(),
-            [torch.empty(0)] * rows,
-            [ref_logp[i, : counts[i]].cpu() for i in range(rows)] if ref_logp is not None else [torch.empty(0)] * rows,
-            values.cpu(),
+            **common,
+            actions=[legal[i][0][int(choice[i])] for i in range(rows)],
+            choice=choice,
+            logprob=logp.gather(1, choice[:, None]).squeeze(1),
+            token_logprobs=nothing,
+            reference=reference,
         )
-    token_logprobs = _per_row(out.token_logprobs, batch.seq_row[batch.target_seq], rows)
-    reference = (
-        _per_row(ref.token_logprobs, batch.seq_row[batch.target_seq], rows)
-        if ref is not None
-        else [torch.empty(0)] * rows
-    )
+    token_rows = batch.seq_row[batch.target_seq]
+    token_logprobs = _per_row(out.token_logprobs, token_rows, rows)
     return Decisions(
-        [p.ids for p in prompts],
-        [p.uses_prefix for p in prompts],
-        continuations,
-        row_hidden,
-        texts,
-        torch.zeros(rows, dtype=torch.long),
-        torch.stack([t.sum() for t in token_logprobs]),
-        token_logprobs,
-        reference,
-        values.cpu(),
+        **common,
+        actions=texts,
+        choice=torch.zeros(rows, dtype=torch.long),
+        logprob=torch.stack([t.sum() for t in token_logprobs]),
+        token_logprobs=token_logprobs,
+        reference=_per_row(ref.token_logprobs, token_rows, rows) if ref is not None else nothing,
     )
 
 
 def _sample_answers(
-    ac: ActorCritic, prompts: list[Any], generator: torch.Generator, greedy: bool
+    ac: ActorCritic, prompts: list[Any], generator: torch.Generator
 ) -> tuple[list[str], list[list[list[int]]]]:
     generations = generate(
         ac.model,
@@ -115,7 +111,7 @@ def _sample_answers(
         max_new_tokens=ac.config.max_new_tokens,
         stop_ids=stop_token_ids(ac.tokenizer, ac.model),
         pad_id=ac.pad_id,
-        temperature=0.0 if greedy else 1.0,
+        temperature=1.0,  # the policy itself: PPO's ratios need the log-probs it samples from
         generator=generator,
     )
     texts = [ac.tokenizer.decode(g.tokens, skip_special_tokens=True) for g in generations]
