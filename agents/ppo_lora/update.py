@@ -74,7 +74,8 @@ def ppo_update(
                 hidden = _padded_hidden([flat["hidden"][i] for i in index], batch.input_ids.shape[1])
                 out, values = ac.top(hidden.to(ac.device), batch, "train")
                 rows = len(index)
-                adv, ret, old_v = advantages[index], returns[index], old_values[index]
+                device = values.device
+                adv, ret, old_v = (t[index].to(device) for t in (advantages, returns, old_values))
                 if config.action_mode == "score":
                     logp = categorical_logprobs(out.seq_logprobs, batch.seq_row, rows)
                     choice = torch.tensor([flat["choice"][i] for i in index], device=logp.device)

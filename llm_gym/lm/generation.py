@@ -124,6 +124,8 @@ def generate(
 def _sample(
     logits: torch.Tensor, temperature: float, generator: torch.Generator | None
 ) -> tuple[torch.Tensor, torch.Tensor]:
+    # On the CPU, where the (CPU) generator lives: a batch of next-token distributions is small.
+    logits = logits.float().cpu()
     if temperature <= 0:
         logprobs = torch.log_softmax(logits, dim=-1)
         chosen = logits.argmax(dim=-1)
