@@ -34,6 +34,8 @@ class StepResult:
     final_infos: dict[int, dict[str, Any]]
     finished: list[FinishedEpisode] = field(default_factory=list)
     invalid: int = 0
+    raw_reward: float = 0.0
+    """The game's own reward summed over the envs this step."""
 
 
 def _plain_info(info: dict[str, Any]) -> dict[str, Any]:
@@ -85,7 +87,9 @@ class EnvPool:
         for i, (env, action) in enumerate(zip(self.envs, actions, strict=True)):
             obs, reward, terminated, truncated, info = env.step(action)
             self.returns[i] += reward
-            self.raw_returns[i] += float(info.get("raw_reward", reward))
+            raw = float(info.get("raw_reward", reward))
+            self.raw_returns[i] += raw
+            result.raw_reward += raw
             self.lengths[i] += 1
             bad = bool(info.get("invalid_action", False))
             self.invalid[i] += bad

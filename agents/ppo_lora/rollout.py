@@ -134,6 +134,8 @@ class Rollout:
     truncated_values: list[torch.Tensor] = field(default_factory=list)
     finished: list[FinishedEpisode] = field(default_factory=list)
     invalid: int = 0
+    raw_reward: float = 0.0
+    """The game's own reward summed over the rollout (seen before any episode ends)."""
     last_value: torch.Tensor | None = None
     last_done: torch.Tensor | None = None
 
@@ -186,6 +188,7 @@ def collect(
         rollout.truncated_values.append(truncated_values)
         rollout.finished.extend(result.finished)
         rollout.invalid += result.invalid
+        rollout.raw_reward += result.raw_reward
         next_done = torch.as_tensor(result.terminated | result.truncated, dtype=torch.float32)
     rollout.last_value = values_of(ac, list(pool.observations))
     rollout.last_done = next_done

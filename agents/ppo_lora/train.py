@@ -169,6 +169,7 @@ def train(config: PPOLoRAConfig, env: EnvConfig, run: Run, callbacks: Sequence[C
                     "charts/learning_rate": optimizer.param_groups[0]["lr"],
                     "charts/kl_coef": counters.kl_coef,
                     "charts/invalid_action_rate": rollout.invalid / config.rollout_size,
+                    "charts/raw_reward_per_1k_steps": 1000 * rollout.raw_reward / config.rollout_size,
                     "charts/decisions_per_second": config.rollout_size / collect_seconds,
                     "charts/sps": config.rollout_size / seconds,
                     "charts/episodes": counters.episodes,
