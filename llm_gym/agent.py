@@ -67,11 +67,21 @@ class EnvConfig:
 
 @runtime_checkable
 class Policy(Protocol):
-    """Decides actions for a batch of envs at once."""
+    """Decides actions for a batch of envs at once.
+
+    A policy may also carry an ``env_kwargs`` mapping: the ``gym.make`` arguments it was trained with (say, the
+    ASCII grid size). ``llm-gym play`` applies them, with the user's ``--env-arg`` on top (see
+    :func:`policy_env_kwargs`).
+    """
 
     def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
         """One action id per observation; ``infos[i]`` is the latest info of env ``i`` (legal actions, mask)."""
         ...
+
+
+def policy_env_kwargs(policy: Policy) -> dict[str, Any]:
+    """The env arguments a policy expects (its optional ``env_kwargs`` attribute), or an empty dict."""
+    return dict(getattr(policy, "env_kwargs", None) or {})
 
 
 class Agent(abc.ABC):

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from llm_gym.agent import EnvConfig, load_policy
+from llm_gym.agent import EnvConfig, load_policy, policy_env_kwargs
 from llm_gym.cli.common import (
     BackendOption,
     ConfigOption,
@@ -67,7 +67,7 @@ def play(
         policy = agent_cls(config).policy(EnvConfig(env, env_kwargs))
         agent_name, env_id = agent, env
     # A policy may carry the env arguments it was trained with (e.g. nanogpt_ppo's grid size); --env-arg wins.
-    env_config = EnvConfig(env_id, {**getattr(policy, "env_kwargs", {}), **env_kwargs})
+    env_config = EnvConfig(env_id, {**policy_env_kwargs(policy), **env_kwargs})
     clock = Stopwatch()
     results = run_episodes(
         policy, env_config, episodes, seed=seed or 0, num_envs=num_envs, max_steps=max_steps, video_path=video
