@@ -50,26 +50,37 @@ class ScriptedPolicy:
 
 
 class BaselineAgent(Agent):
-    """Shared by the baselines: ``train`` plays episodes until ``total_steps`` and logs their returns."""
+    """Shared by the agents that do not learn: ``train`` plays episodes until ``total_steps`` and logs their returns,
+    so their curves sit beside the learners' in TensorBoard. A config with ``num_envs`` plays that many episodes in
+    lockstep (one batched ``act`` per step)."""
 
     learns = False
 
+    def summary_extras(self, policy: Policy) -> dict[str, Any]:
+        """Agent-specific fields for ``summary.json`` (the LM agent adds its model and parse failures)."""
+        return {}
+
     def train(self, env: EnvConfig, run: Run, callbacks: Sequence[Callback] = ()) -> dict[str, Any]:
         config = self.config
+        num_envs = max(1, int(getattr(config, "num_envs", 1)))
         policy = self.policy(env)
         for callback in callbacks:
             callback.on_training_start(env.env_id, config, 0)
         steps, returns, clock = 0, [], Stopwatch()
         while steps < config.total_steps:
-            (episode,) = run_episodes(
-                policy, env, 1, seed=config.seed + len(returns), max_steps=config.total_steps - steps
+            # Each episode of the batch is cut so that together they stay within the step budget.
+            budget = -(-(config.total_steps - steps) // num_envs)
+            batch = run_episodes(
+                policy, env, num_envs, seed=config.seed + len(returns), num_envs=num_envs, max_steps=budget
             )
-            steps += episode.length
-            returns.append(episode.episode_return)
-            run.log_scalars(
-                steps, {"charts/episodic_return": episode.episode_return, "charts/episodic_length": episode.length}
-            )
-            if should_stop([c.on_evaluation(steps, [episode.episode_return]) for c in callbacks]):
+            for episode in batch:
+                steps += episode.length
+                returns.append(episode.episode_return)
+                run.log_scalars(
+                    steps, {"charts/episodic_return": episode.episode_return, "charts/episodic_length": episode.length}
+                )
+            run.log_scalars(steps, {"charts/decisions_per_second": clock.rate(steps)})
+            if should_stop([c.on_evaluation(steps, [e.episode_return for e in batch]) for c in callbacks]):
                 break
         mean, ci = mean_ci95(returns)
         summary = {
@@ -81,6 +92,7 @@ class BaselineAgent(Agent):
             "ci95": ci,
             "returns": returns,
             "steps_per_second": clock.rate(steps),
+            **self.summary_extras(policy),
         }
         run.write_summary(summary)
         for callback in callbacks:

@@ -7,17 +7,13 @@ beside the learners' in TensorBoard.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import llm_gym
-from llm_gym.agent import Agent, AgentConfig, EnvConfig, Policy
-from llm_gym.callbacks import Callback, should_stop
-from llm_gym.evaluation import Stopwatch, run_episodes
-from llm_gym.runs import Run
-from llm_gym.stats import mean_ci95
+from llm_gym.agent import AgentConfig, EnvConfig, Policy
+from llm_gym.agents.baselines import BaselineAgent
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,7 +50,7 @@ class LMConfig(AgentConfig):
         return {}
 
 
-class LMAgent(Agent):
+class LMAgent(BaselineAgent):
     name = "lm"
     description = "Zero-shot language model (score or generate mode, any backend); does not learn."
     Config = LMConfig
@@ -76,49 +72,8 @@ class LMAgent(Agent):
             seed=config.seed,
         )
 
-    def train(self, env: EnvConfig, run: Run, callbacks: Sequence[Callback] = ()) -> dict[str, Any]:
-        config: LMConfig = self.config  # type: ignore[assignment]
-        policy = self.policy(env)
-        for callback in callbacks:
-            callback.on_training_start(env.env_id, config, 0)
-        steps, returns, clock = 0, [], Stopwatch()
-        while steps < config.total_steps:
-            # num_envs episodes in lockstep, each cut so that together they stay within the step budget.
-            budget = -(-(config.total_steps - steps) // config.num_envs)
-            batch = run_episodes(
-                policy,
-                env,
-                config.num_envs,
-                seed=config.seed + len(returns),
-                num_envs=config.num_envs,
-                max_steps=budget,
-            )
-            for episode in batch:
-                steps += episode.length
-                returns.append(episode.episode_return)
-                run.log_scalars(
-                    steps, {"charts/episodic_return": episode.episode_return, "charts/episodic_length": episode.length}
-                )
-            run.log_scalars(steps, {"charts/decisions_per_second": clock.rate(steps)})
-            if should_stop([c.on_evaluation(steps, [e.episode_return for e in batch]) for c in callbacks]):
-                break
-        mean, ci = mean_ci95(returns)
-        summary = {
-            "agent": self.name,
-            "env_id": env.env_id,
-            "model": config.model,
-            "env_steps": steps,
-            "episodes": len(returns),
-            "mean_return": mean,
-            "ci95": ci,
-            "returns": returns,
-            "steps_per_second": clock.rate(steps),
-            "parse_failures": getattr(policy, "parse_failures", 0),
-        }
-        run.write_summary(summary)
-        for callback in callbacks:
-            callback.on_training_end(steps, summary)
-        return summary
+    def summary_extras(self, policy: Policy) -> dict[str, Any]:
+        return {"model": self.config.model, "parse_failures": getattr(policy, "parse_failures", 0)}
 
 
 @llm_gym.hookimpl
