@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import pickle
 from collections.abc import Mapping
 from typing import Any
 
@@ -92,7 +93,12 @@ def snapshots(envs: VectorEnv) -> list[Any] | None:
     inner = [e.unwrapped for e in envs.envs]
     if not all(hasattr(e, "clone_state") and hasattr(e, "restore_state") for e in inner):
         return None
-    return [(e.unwrapped.clone_state(), _time_limits(e)) for e in envs.envs]
+    states = [(e.unwrapped.clone_state(), _time_limits(e)) for e in envs.envs]
+    try:  # a snapshot holding live C++ objects (OpenSpiel's today) cannot be written: resume resets those envs
+        pickle.dumps(states)
+    except (TypeError, AttributeError, pickle.PicklingError):
+        return None
+    return states
 
 
 def restore(envs: VectorEnv, states: list[Any]) -> None:

@@ -110,6 +110,22 @@ def test_resume_continues_exactly_where_a_stopped_run_left_off(tmp_path: Path) -
     assert all(torch.equal(a[k], b[k]) for k in a), "resumed weights differ from an uninterrupted run"
 
 
+def test_openspiel_run_checkpoints_and_resumes_with_fresh_games(tmp_path: Path) -> None:
+    # OpenSpiel snapshots hold live pyspiel objects and do not pickle: checkpoints still write, resume starts new games.
+    config = NanoGPTPPOConfig(total_steps=128, eval_every=0, checkpoint_every=0, **TINY)
+    env = EnvConfig("OpenSpiel-tic_tac_toe-v0")
+    run = make_run(tmp_path, env.env_id, config)
+    first = NanoGPTPPOAgent(config).train(env, run, [StopAfterSteps(64)])
+    assert first["env_steps"] == 64 and [step for step, _ in run.checkpoints()] == [64]
+
+    resumed = Run.open(run.path)
+    resumed.resumed_from = resumed.latest_checkpoint()
+    second = NanoGPTPPOAgent(config).train(env, resumed, [])
+    assert second["env_steps"] == 128 and second["episodes"] > first["episodes"]
+    results = run_episodes(NanoGPTPPOAgent(config).policy(env, resumed.latest_checkpoint()), env, 2, seed=3)
+    assert all(not r.truncated and 0.0 <= r.final_info["score"] <= 1.0 for r in results)  # whole games, scored
+
+
 class PickTheTarget(gym.Env):
     """A text bandit with a changing legal set: the observation names the rewarded action among the legal ones."""
 
