@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pickle
 import re
 import shutil
 import time
@@ -39,6 +40,16 @@ def write_json_atomic(path: Path, data: Any) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
+
+
+def can_pickle(value: Any) -> bool:
+    """Whether ``value`` can go into a checkpoint. Env snapshots holding live C++ objects (OpenSpiel's today) cannot;
+    agents then checkpoint without them and start new episodes on resume."""
+    try:
+        pickle.dumps(value)
+    except (TypeError, AttributeError, pickle.PicklingError):
+        return False
+    return True
 
 
 def _fsync_tree(root: Path) -> None:

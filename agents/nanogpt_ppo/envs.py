@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import pickle
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,6 +14,7 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, Vecto
 from llm_gym.agent import EnvConfig
 from llm_gym.envs.catalog import env_spec
 from llm_gym.errors import UnsupportedEnvError
+from llm_gym.runs import can_pickle
 
 
 def _accepts(env_id: str, names: tuple[str, ...]) -> bool:
@@ -94,11 +94,7 @@ def snapshots(envs: VectorEnv) -> list[Any] | None:
     if not all(hasattr(e, "clone_state") and hasattr(e, "restore_state") for e in inner):
         return None
     states = [(e.unwrapped.clone_state(), _time_limits(e)) for e in envs.envs]
-    try:  # a snapshot holding live C++ objects (OpenSpiel's today) cannot be written: resume resets those envs
-        pickle.dumps(states)
-    except (TypeError, AttributeError, pickle.PicklingError):
-        return None
-    return states
+    return states if can_pickle(states) else None
 
 
 def restore(envs: VectorEnv, states: list[Any]) -> None:

@@ -3,7 +3,6 @@ bookkeeping and snapshots for an exact ``--resume``."""
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +12,7 @@ import numpy as np
 
 from llm_gym.actions import TextActions
 from llm_gym.agent import EnvConfig
+from llm_gym.runs import can_pickle
 
 
 @dataclass
@@ -118,9 +118,7 @@ class EnvPool:
         snapshots = None
         if all(hasattr(e, "clone_state") and hasattr(e, "restore_state") for e in inner):
             snapshots = [e.clone_state() for e in inner]
-            try:  # a snapshot that cannot be written (e.g. one holding live C++ objects) means: reset on resume
-                pickle.dumps(snapshots)
-            except (TypeError, AttributeError, pickle.PicklingError):
+            if not can_pickle(snapshots):  # reset on resume
                 snapshots = None
         return {
             "snapshots": snapshots,
