@@ -9,6 +9,10 @@ Units: a *ply* is one player's move (chance outcomes excluded). An env step is o
 opponents' plies too, so the like-for-like ratio is ``ratio_plies = env plies/s / raw plies/s`` (the goal is >= 0.5);
 ``ratio_steps = env steps/s / raw plies/s`` is the stricter per-call number.
 
+Decoding: ``decode_task_id`` (what every ``OpenSpiel-v0`` reset with a task id calls) in both profiles, against a
+reference in the same run: the decoder as it was before the affinetes variants (a fresh parameter dict and Task per
+call), ``ratio_decode = new ns / reference ns`` (the goal is <= 1).
+
 MCTS: the time of one move of the MCTS opponent at the catalog's budget (simulations, rollout cap,
 determinizations) on positions reached by a few random moves, median over ``--positions``.
 
@@ -26,7 +30,7 @@ import statistics
 import time
 from typing import Any
 
-from llm_gym.envs.openspiel.catalog import game_spec
+from llm_gym.envs.openspiel.catalog import GAMES, TASK_STRIDE, Task, decode_task_id, game_spec
 from llm_gym.envs.openspiel.core import load_game, sample_chance
 from llm_gym.envs.openspiel.env import OpenSpielEnv
 from llm_gym.envs.openspiel.opponents import MCTSConfig, MCTSOpponent
@@ -35,6 +39,9 @@ THROUGHPUT_GAMES = [
     "tic_tac_toe", "connect_four", "kuhn_poker", "leduc_poker", "goofspiel", "othello", "go", "backgammon",
     "hearts", "bridge", "gin_rummy", "chess",
 ]  # fmt: skip
+# What the registered per-game ids play where it differs from the task variant 0 (bridge: card play, not the
+# double-dummy-scored bidding of the task ids, seconds per deal).
+REGISTERED_PARAMS = {"bridge": {"use_double_dummy_result": False}}
 MCTS_GAMES = [
     "tic_tac_toe", "connect_four", "hex", "go", "othello", "chess", "backgammon", "leduc_poker", "liars_dice",
     "goofspiel", "phantom_ttt", "hearts", "bridge",
@@ -82,7 +89,7 @@ def env_rates(env: OpenSpielEnv, seconds: float, rng: random.Random) -> tuple[fl
 
 
 def throughput(name: str, seconds: float, rounds: int) -> dict[str, Any]:
-    env = OpenSpielEnv(name, seat=0)
+    env = OpenSpielEnv(name, seat=0, params=REGISTERED_PARAMS.get(name))
     env.reset(seed=0)
     game = load_game(name, env.params)
     rng = random.Random(0)
@@ -106,7 +113,7 @@ def throughput(name: str, seconds: float, rounds: int) -> dict[str, Any]:
 
 def mcts_move_time(name: str, positions: int) -> dict[str, Any]:
     spec = game_spec(name)
-    game = load_game(name, spec.variants[0])
+    game = load_game(name, {**spec.variants[0], **REGISTERED_PARAMS.get(name, {})})
     config = MCTSConfig().for_game(spec)
     bot = MCTSOpponent(game, spec, MCTSConfig(), seed=0)
     rng = random.Random(1)
@@ -140,6 +147,46 @@ def mcts_move_time(name: str, positions: int) -> dict[str, Any]:
     }
 
 
+def reference_decode(task_id: int) -> Task:
+    """The decoder before this project followed affinetes' variants: a new dict and Task on every call."""
+    index, config = divmod(int(task_id), TASK_STRIDE)
+    if task_id < 0 or index >= len(GAMES):
+        raise ValueError(task_id)
+    game = GAMES[index]
+    variant = config % len(game.variants)
+    return Task(task_id, game, variant, dict(game.variants[variant]))
+
+
+def decode_cost(calls: int, rounds: int) -> dict[str, Any]:
+    """ns per decode over the same random task ids, alternating implementations, median of ``rounds``."""
+    rng = random.Random(0)
+    ids = [rng.randrange(22 * TASK_STRIDE) for _ in range(calls)]
+    decoders = {
+        "reference": reference_decode,
+        "default": decode_task_id,
+        "affinetes": lambda t: decode_task_id(t, "affinetes"),
+    }
+    for decode in decoders.values():  # warm the caches
+        for task_id in ids[:1000]:
+            decode(task_id)
+    times: dict[str, list[float]] = {name: [] for name in decoders}
+    for _ in range(rounds):
+        for name, decode in decoders.items():
+            start = time.perf_counter()
+            for task_id in ids:
+                decode(task_id)
+            times[name].append((time.perf_counter() - start) / calls * 1e9)
+    ns = {name: statistics.median(t) for name, t in times.items()}
+    return {
+        "calls": calls,
+        "reference_ns": round(ns["reference"]),
+        "default_ns": round(ns["default"]),
+        "affinetes_ns": round(ns["affinetes"]),
+        "ratio_decode": round(ns["default"] / ns["reference"], 3),
+        "ratio_decode_affinetes": round(ns["affinetes"] / ns["reference"], 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--games", nargs="*", default=THROUGHPUT_GAMES, help="games for the throughput part")
@@ -147,6 +194,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=1.0, help="length of one timed slice")
     parser.add_argument("--rounds", type=int, default=3, help="alternating raw/env slices per game")
     parser.add_argument("--positions", type=int, default=5, help="positions per game for the MCTS move time")
+    parser.add_argument("--decode-calls", type=int, default=100_000, help="task ids decoded per timed round")
     args = parser.parse_args()
     rows = [throughput(name, args.seconds, args.rounds) for name in args.games]
     result = {
@@ -155,6 +203,7 @@ def main() -> None:
         "machine": platform.machine(),
         "seconds_per_slice": args.seconds,
         "rounds": args.rounds,
+        "decode": decode_cost(args.decode_calls, args.rounds),
         "throughput": rows,
         "median_ratio_plies": statistics.median(r["ratio_plies"] for r in rows) if rows else None,
         "mcts_move_time": [mcts_move_time(name, args.positions) for name in args.mcts_games],

@@ -20,8 +20,15 @@ for _title, _game in ATARI_GAMES.items():
 # -- OpenSpiel: one id per game, plus OpenSpiel-v0 where the game comes from options={"task_id": N} ---------------
 from llm_gym.envs.openspiel.catalog import GAME_NAMES as _OPENSPIEL_GAMES  # noqa: E402  (pure Python, no pyspiel)
 
+# The per-game bridge id plays card play: the task-id variants (affinetes') score bidding with a double-dummy solver,
+# seconds per deal; OpenSpiel-v0 and params= still reach them.
+_OPENSPIEL_KWARGS = {"bridge": {"params": {"use_double_dummy_result": False}}}
 for _name in _OPENSPIEL_GAMES:
-    register(id=f"OpenSpiel-{_name}-v0", entry_point="llm_gym.envs.openspiel.env:OpenSpielEnv", kwargs={"game": _name})
+    register(
+        id=f"OpenSpiel-{_name}-v0",
+        entry_point="llm_gym.envs.openspiel.env:OpenSpielEnv",
+        kwargs={"game": _name, **_OPENSPIEL_KWARGS.get(_name, {})},
+    )
 register(id="OpenSpiel-v0", entry_point="llm_gym.envs.openspiel.env:OpenSpielEnv")
 
 # -- Trace: predict the exact stdout of a generated (or your own) Python program -----------------------------------

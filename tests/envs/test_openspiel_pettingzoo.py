@@ -11,25 +11,25 @@ from pettingzoo.test import api_test
 
 from llm_gym.envs.openspiel import OpenSpielAECEnv, aec_env
 
-# (game, config): chance, imperfect information, simultaneous moves, more than two players, one player.
+# (game, OpenSpiel parameters): chance, imperfect information, simultaneous moves, more than two players, one player.
 API_CASES = [
-    ("tic_tac_toe", 0),  # perfect information, deterministic
-    ("goofspiel", 0),  # simultaneous moves + chance
-    ("goofspiel", 3),  # simultaneous moves, three players
-    ("leduc_poker", 0),  # imperfect information + chance
-    ("liars_dice", 0),  # imperfect information (dice)
-    ("hearts", 0),  # four players, imperfect information, general-sum
-    ("backgammon", 1),  # chance every turn (hyper-backgammon: short)
-    ("kuhn_poker", 1),  # three-player poker
-    ("2048", 0),  # a single agent, rewards every move
+    ("tic_tac_toe", None),  # perfect information, deterministic
+    ("goofspiel", None),  # simultaneous moves + chance
+    ("goofspiel", {"players": 3, "num_cards": 6}),  # simultaneous moves, three players
+    ("leduc_poker", None),  # imperfect information + chance
+    ("liars_dice", None),  # imperfect information (dice)
+    ("hearts", None),  # four players, imperfect information, general-sum
+    ("backgammon", {"hyper_backgammon": True}),  # chance every turn (short)
+    ("kuhn_poker", {"players": 3}),  # three-player poker
+    ("2048", None),  # a single agent, rewards every move
 ]
 
 
-@pytest.mark.parametrize(("game", "config"), API_CASES)
-def test_pettingzoo_api(game: str, config: int) -> None:
+@pytest.mark.parametrize(("game", "params"), API_CASES)
+def test_pettingzoo_api(game: str, params: dict | None) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # api_test warns that a dict observation is not a NumPy array
-        api_test(aec_env(game, config=config), num_cycles=300)
+        api_test(aec_env(game, params=params), num_cycles=300)
 
 
 def play(env: OpenSpielAECEnv, seed: int) -> tuple[list[tuple], dict[str, float]]:

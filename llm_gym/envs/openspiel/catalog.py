@@ -72,37 +72,28 @@ def _variants(*params: dict[str, Any]) -> tuple[Mapping[str, Any], ...]:
 
 GAMES: tuple[GameSpec, ...] = (
     # -- the 22 task games, in the affinetes order (never reorder: task ids depend on it) ---------------------------
+    # Variants = affinetes' generate_params(config) for config = 0, 1, 2, ... (each rule is periodic, and its period
+    # is the number of variants; see llm_gym.envs.openspiel.affinetes and docs/openspiel.md for the sources).
     GameSpec(
         "goofspiel",
         "Goofspiel",
-        _variants(
-            {"num_cards": 6, "points_order": "random"},
-            {"num_cards": 8, "points_order": "random"},
-            {"num_cards": 13, "points_order": "random"},
-            {"num_cards": 6, "points_order": "random", "players": 3},
-            {"num_cards": 8, "points_order": "descending"},
-        ),
-        max_turns=13,
+        _variants(*({"players": 2, "num_cards": n, "points_order": "random"} for n in (8, 10, 12, 14, 16))),
+        max_turns=16,
         view="information_state",
         roles=("P0", "P1", "P2"),
     ),
     GameSpec(
         "liars_dice",
         "Liar's Dice",
-        _variants(
-            {"numdice": 1},
-            {"numdice": 2},
-            {"numdice": 2, "dice_sides": 4},
-            {"numdice": 3},
-        ),
-        max_turns=40,
+        _variants({"players": 2, "numdice": 5}),
+        max_turns=61,
         view="information_state",
         determinize="chance",
     ),
     GameSpec(
         "leduc_poker",
         "Leduc Poker",
-        _variants({"players": 2}, {"players": 3}),
+        _variants({"players": 2}),
         max_turns=14,
         view="information_state",
         determinize="native",
@@ -110,7 +101,8 @@ GAMES: tuple[GameSpec, ...] = (
     GameSpec(
         "gin_rummy",
         "Gin Rummy",
-        _variants({}, {"knock_card": 5}, {"oklahoma": True}),
+        # config % 9: hand size 7 + (config // 3) % 3, knock card 10 - config % 3
+        _variants(*({"hand_size": 7 + c // 3, "knock_card": 10 - c % 3} for c in range(9))),
         max_turns=160,
         mcts_simulations=20,
         mcts_rollout_length=200,
@@ -120,11 +112,7 @@ GAMES: tuple[GameSpec, ...] = (
     GameSpec(
         "backgammon",
         "Backgammon",
-        _variants(
-            {},
-            {"hyper_backgammon": True},
-            {"scoring_type": "full_scoring"},
-        ),
+        _variants({}),
         static_action_names=False,
         max_turns=300,
         mcts_simulations=20,
@@ -142,22 +130,19 @@ GAMES: tuple[GameSpec, ...] = (
     GameSpec(
         "clobber",
         "Clobber",
-        _variants(
-            {"rows": 4, "columns": 5},
-            {"rows": 5, "columns": 6},
-            {"rows": 6, "columns": 6},
-        ),
+        _variants(*({"rows": n, "columns": n} for n in (5, 6, 7))),
         max_turns=40,
         roles=("o", "x"),
     ),
     GameSpec(
         "hearts",
         "Hearts",
+        # config % 8, bit 0: pass cards, bit 1: jack of diamonds bonus, bit 2: avoid-all-tricks bonus
         _variants(
-            {},
-            {"pass_cards": False},
-            {"jd_bonus": True},
-            {"avoid_all_tricks_bonus": True},
+            *(
+                {"pass_cards": bool(c & 1), "jd_bonus": bool(c & 2), "avoid_all_tricks_bonus": bool(c & 4)}
+                for c in range(8)
+            )
         ),
         max_turns=20,
         mcts_simulations=30,
@@ -168,7 +153,8 @@ GAMES: tuple[GameSpec, ...] = (
     GameSpec(
         "euchre",
         "Euchre",
-        _variants({}, {"allow_lone_defender": True}, {"stick_the_dealer": False}),
+        # config % 4, bit 0: lone defender allowed, bit 1: stick the dealer
+        _variants(*({"allow_lone_defender": bool(c & 1), "stick_the_dealer": bool(c & 2)} for c in range(4))),
         max_turns=20,
         mcts_simulations=50,
         roles=("North", "East", "South", "West"),
@@ -177,23 +163,14 @@ GAMES: tuple[GameSpec, ...] = (
     GameSpec(
         "dots_and_boxes",
         "Dots and Boxes",
-        _variants(
-            {"num_rows": 2, "num_cols": 2},
-            {"num_rows": 3, "num_cols": 3},
-            {"num_rows": 4, "num_cols": 4},
-        ),
-        max_turns=40,
+        _variants(*({"num_rows": n, "num_cols": n} for n in (3, 4, 5))),
+        max_turns=60,
         roles=("P1", "P2"),
     ),
     GameSpec(
         "go",
         "Go",
-        _variants(
-            {"board_size": 5, "komi": 3.5},
-            {"board_size": 7, "komi": 5.5},
-            {"board_size": 9, "komi": 7.5},
-            {"board_size": 13, "komi": 7.5},
-        ),
+        _variants({"board_size": 5, "komi": 7.5}, {"board_size": 7, "komi": 7.5}),
         max_turns=200,
         mcts_simulations=50,
         mcts_rollout_length=200,
@@ -202,7 +179,7 @@ GAMES: tuple[GameSpec, ...] = (
     GameSpec(
         "chess",
         "Chess",
-        _variants({}, {"chess960": True}),
+        _variants({}),
         static_action_names=False,
         max_turns=300,
         mcts_simulations=20,
@@ -213,7 +190,7 @@ GAMES: tuple[GameSpec, ...] = (
     GameSpec(
         "checkers",
         "Checkers",
-        _variants({"rows": 8, "columns": 8}, {"rows": 10, "columns": 10}),
+        _variants({}),
         max_turns=200,
         mcts_simulations=50,
         mcts_rollout_length=200,
@@ -222,12 +199,8 @@ GAMES: tuple[GameSpec, ...] = (
     GameSpec(
         "quoridor",
         "Quoridor",
-        _variants(
-            {"board_size": 5},
-            {"board_size": 7},
-            {"board_size": 9},
-            {"board_size": 9, "players": 4},
-        ),
+        # config % 4: board 7 + 2 * ((config // 2) % 2), walls 8 + 2 * (config % 2)
+        _variants(*({"board_size": 7 + 2 * (c // 2), "wall_count": 8 + 2 * (c % 2)} for c in range(4))),
         static_action_names=False,
         max_turns=160,
         mcts_simulations=50,
@@ -237,33 +210,20 @@ GAMES: tuple[GameSpec, ...] = (
     GameSpec(
         "phantom_ttt",
         "Phantom Tic-Tac-Toe",
-        _variants(
-            {"obstype": "reveal-nothing"},
-            {"obstype": "reveal-numturns"},
-            {"gameversion": "abrupt"},
-        ),
+        _variants({"obstype": "reveal-nothing"}, {"obstype": "reveal-numturns"}),
         max_turns=17,
         roles=("x", "o"),
         determinize="history",
     ),
-    GameSpec(
-        "2048",
-        "2048",
-        _variants({"max_tile": 256}, {"max_tile": 512}, {"max_tile": 1024}, {"max_tile": 2048}),
-        max_turns=5000,
-    ),
+    GameSpec("2048", "2048", _variants({}), max_turns=5000),
     GameSpec("solitaire", "Klondike Solitaire", _variants({}), max_turns=150),
-    # Card play first: the bidding-only variants score contracts with a double-dummy solver, seconds per deal.
+    # Bidding only, the contract scored by a double-dummy solver (seconds per deal): OpenSpiel's default, which is
+    # what affinetes plays. Its variants 1 and 2 (Chicago, duplicate scoring) do not exist in OpenSpiel: the same
+    # game here. OpenSpiel-bridge-v0 is registered with card play instead (milliseconds per deal).
     GameSpec(
         "bridge",
         "Contract Bridge",
-        _variants(
-            {"use_double_dummy_result": False},
-            {"use_double_dummy_result": False, "dealer_vul": True},
-            {"use_double_dummy_result": False, "non_dealer_vul": True},
-            {"use_double_dummy_result": True},
-            {"use_double_dummy_result": True, "dealer_vul": True, "non_dealer_vul": True},
-        ),
+        _variants({}, {}, {}),
         max_turns=100,
         mcts_simulations=50,
         roles=("North", "East", "South", "West"),
@@ -281,10 +241,8 @@ GAMES: tuple[GameSpec, ...] = (
     GameSpec(
         "oware",
         "Oware",
-        _variants(
-            {"num_houses_per_player": 4, "num_seeds_per_house": 3},
-            {"num_houses_per_player": 6, "num_seeds_per_house": 4},
-        ),
+        # affinetes asks for seeds_per_house 4, 3, 5, which OpenSpiel rejects: its name is num_seeds_per_house.
+        _variants(*({"num_seeds_per_house": n} for n in (4, 3, 5))),
         max_turns=300,
         mcts_simulations=50,
         mcts_rollout_length=200,
@@ -323,6 +281,10 @@ def game_spec(name: str) -> GameSpec:
     return _BY_NAME[name]
 
 
+Profile = Literal["default", "affinetes"]
+PROFILES: tuple[str, ...] = ("default", "affinetes")
+
+
 @dataclass(frozen=True)
 class Task:
     """What a task id decodes to."""
@@ -332,20 +294,50 @@ class Task:
     variant: int
     """Index into ``game.variants`` (``task_id % 10**8`` modulo the number of variants)."""
     params: Mapping[str, Any] = field(default_factory=dict)
-    """OpenSpiel parameters of this variant."""
+    """OpenSpiel parameters of this variant (what the env loads)."""
+    affinetes_params: Mapping[str, Any] | None = None
+    """For the 22 affinetes games: the parameters affinetes asks OpenSpiel for. They equal ``params`` except where
+    OpenSpiel rejects affinetes' request (see :mod:`llm_gym.envs.openspiel.affinetes`)."""
 
 
-def decode_task_id(task_id: int) -> Task:
-    """``GGGGCCCCCCCC`` -> game and config variant; raises ``ValueError`` for ids outside the game list."""
+# Decoding sits on the reset path of OpenSpiel-v0: Task objects are built once per (game, variant) and shared.
+_TASKS: dict[tuple[int, int], tuple[GameSpec, Mapping[str, Any], Mapping[str, Any] | None]] = {}
+
+
+def _task_parts(index: int, variant: int) -> tuple[GameSpec, Mapping[str, Any], Mapping[str, Any] | None]:
+    parts = _TASKS.get((index, variant))
+    if parts is None:
+        from llm_gym.envs.openspiel.affinetes import GAMES as AFFINETES
+
+        game = GAMES[index]
+        params = MappingProxyType(dict(game.variants[variant]))
+        asked = None
+        if index < NUM_TASK_GAMES:
+            rejected = AFFINETES[game.name].rejected
+            asked = MappingProxyType(dict(rejected[variant])) if variant in rejected else params
+        parts = _TASKS[(index, variant)] = (game, params, asked)
+    return parts
+
+
+def decode_task_id(task_id: int, profile: Profile = "default") -> Task:
+    """``GGGGCCCCCCCC`` -> game and config variant.
+
+    ``profile="default"``: game indexes 22 and up are this project's extra games; ids past the last game raise
+    ``ValueError``. ``profile="affinetes"``: the game index wraps modulo 22 as in affinetes, so every id >= 0 means
+    what it means there (the extra games are not reachable).
+    """
     task_id = int(task_id)
     index, config = divmod(task_id, TASK_STRIDE)
-    if task_id < 0 or index >= len(GAMES):
+    if profile == "affinetes" and task_id >= 0:
+        index %= NUM_TASK_GAMES
+    elif task_id < 0 or index >= len(GAMES):
         raise ValueError(
             f"OpenSpiel task ids are 0..{len(GAMES) * TASK_STRIDE - 1} (game index * 10**8 + config), got {task_id}"
+            + ("" if task_id < 0 else "; profile='affinetes' wraps larger ids around the 22 affinetes games")
         )
-    game = GAMES[index]
-    variant = config % len(game.variants)
-    return Task(task_id, game, variant, dict(game.variants[variant]))
+    variant = config % len(GAMES[index].variants)
+    game, params, asked = _task_parts(index, variant)
+    return Task(task_id, game, variant, params, asked)
 
 
 def task_id_of(game: str, variant: int = 0) -> int:

@@ -45,9 +45,9 @@ def sample_chance(state: Any, rng: Any) -> int:
 
 
 def is_zero_sum(game: Any) -> bool:
-    """True for zero-sum and constant-sum games (their score is a min-max over the utility range)."""
-    utility = game.get_type().utility
-    return utility.name in ("ZERO_SUM", "CONSTANT_SUM")
+    """True for OpenSpiel ``ZERO_SUM`` games: their score is a min-max over the utility range (affinetes' rule; a
+    constant-sum game is scored like a general-sum one there, and so here)."""
+    return game.get_type().utility.name == "ZERO_SUM"
 
 
 def is_perfect_information(game: Any) -> bool:

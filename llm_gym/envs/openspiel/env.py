@@ -3,6 +3,9 @@
 ``step(action)`` plays one learner decision, then chance nodes (sampled from the env's seeded generator) and the
 opponents' moves until the learner must decide again or the game ends. Simultaneous-move rounds (goofspiel) are
 played as one joint action: the opponents choose from the same state as the learner, without seeing its choice.
+
+(Over 400 lines on purpose: setup, play, observation and snapshots all read and write the same private game state;
+split across modules they would share it through attributes of another object.)
 """
 
 from __future__ import annotations
@@ -18,13 +21,14 @@ import numpy as np
 
 from llm_gym.actions import InvalidActionPolicy
 from llm_gym.envs.openspiel import text
-from llm_gym.envs.openspiel.catalog import GAMES, TASK_STRIDE, GameSpec, Task, decode_task_id, game_spec
+from llm_gym.envs.openspiel.affinetes import affinetes_opponents, affinetes_seat
+from llm_gym.envs.openspiel.catalog import GAMES, PROFILES, TASK_STRIDE, GameSpec, Task, decode_task_id, game_spec
 from llm_gym.envs.openspiel.core import is_perfect_information, is_zero_sum, load_game, sample_chance
 from llm_gym.envs.openspiel.moves import ActionNamer, MoveLog
 from llm_gym.envs.openspiel.opponents import MCTSConfig, Opponent, OpponentSpec, describe_opponents, make_opponent
 from llm_gym.envs.openspiel.scoring import is_success, normalised_score
 from llm_gym.envs.spaces import text_space
-from llm_gym.errors import ConfigError
+from llm_gym.errors import ConfigError, UnknownNameError
 
 MAX_OBSERVATION_CHARS = 65_536
 """Upper bound of an observation's length; the legal-action list is shortened in the rare case it would exceed it."""
@@ -62,9 +66,13 @@ class OpenSpielEnv(gym.Env):
         config: default config variant of the game (index into its catalog variants).
         params: OpenSpiel parameters that override the variant's (e.g. ``{"board_size": 9}``).
         opponent: ``"random"``, ``"mcts"``, a Policy, a function ``(observation, info) -> action``, or a list with
-            one of those per other seat (in seat order).
-        mcts: :class:`MCTSConfig` (or a dict of its fields) for ``mcts`` opponents.
+            one of those per other seat (in seat order); None = ``random`` (``mcts`` with the affinetes profile).
+            ``options["opponent"]`` picks another for one episode.
+        mcts: :class:`MCTSConfig` (or a dict of its fields) for ``mcts`` opponents (``options["mcts"]``: one episode).
         seat: the learner's seat; None = drawn from the seed each reset (``options["seat"]`` overrides both).
+        profile: ``default``, or ``affinetes``: task ids wrap around the 22 affinetes games, the opponent is
+            affinetes' (MCTS with its per-game budget, searching the real state; random where it plays random) and
+            the seat of a seeded reset is ``(seed % 2) % players``, as in affinetes (docs/openspiel.md).
         max_turns: learner decisions before the episode is truncated; None = the game's catalog cap.
         invalid_action: penalty for an illegal action id; the env then plays a random legal action instead (board
             games have no no-op, so ``fallback="noop"`` also means a random legal action).
@@ -81,20 +89,26 @@ class OpenSpielEnv(gym.Env):
         *,
         config: int = 0,
         params: Mapping[str, Any] | None = None,
-        opponent: OpponentSpec | Sequence[OpponentSpec] = "random",
+        opponent: OpponentSpec | Sequence[OpponentSpec] | None = None,
         mcts: MCTSConfig | Mapping[str, Any] | None = None,
         seat: int | None = None,
         max_turns: int | None = None,
         invalid_action: InvalidActionPolicy | Mapping[str, Any] | None = None,
         max_invalid_actions: int | None = None,
         render_mode: str | None = None,
+        profile: str = "default",
     ) -> None:
+        if profile not in PROFILES:
+            raise UnknownNameError("OpenSpiel profile", str(profile), PROFILES)
+        self.profile = profile
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be 'ansi' or None, got {render_mode!r}")
         self.render_mode = render_mode
         self.fixed_game = game_spec(game) if game is not None else None
         self.overrides = dict(params or {})
-        self.opponent = opponent
+        self.default_opponent = opponent if opponent is not None else "mcts" if profile == "affinetes" else "random"
+        self.opponent = self.default_opponent
+        self.default_mcts = self.mcts_option = mcts
         self.mcts = MCTSConfig.coerce(mcts)
         self.seat_option = seat
         self.max_turns_option = max_turns
@@ -120,7 +134,7 @@ class OpenSpielEnv(gym.Env):
     # -- setting up a game ---------------------------------------------------------------------------------------
 
     def _decode(self, task_id: int) -> Task:
-        task = decode_task_id(task_id)
+        task = decode_task_id(task_id, self.profile)  # type: ignore[arg-type]
         if self.fixed_game is not None and task.game is not self.fixed_game:
             first = self.fixed_game.task_index * TASK_STRIDE
             raise ValueError(
@@ -146,7 +160,12 @@ class OpenSpielEnv(gym.Env):
             raise ConfigError(
                 f"{self.game_spec.name} has {self.num_players - 1} opponent seats, got {len(specs)} opponents"
             )
-        self._opponent_specs = list(specs)
+        self._opponent_specs, self._mcts = list(specs), self.mcts
+        if self.profile == "affinetes":
+            simultaneous = self.game.get_type().dynamics.name == "SIMULTANEOUS"
+            self._opponent_specs, self._mcts = affinetes_opponents(
+                self.game_spec.name, simultaneous, self._opponent_specs, self.mcts_option
+            )
         self.instructions: str = text.instructions(
             self.game_spec, self.params, self.num_players, describe_opponents(self._opponent_specs)
         )
@@ -157,8 +176,11 @@ class OpenSpielEnv(gym.Env):
         super().reset(seed=seed)
         options = options or {}
         task_id = int(options.get("task_id", self.task_id))
-        if task_id != self.task.task_id:  # a new game or variant (the same one keeps its name cache)
-            self._load(self._decode(task_id))
+        opponent = options.get("opponent", self.default_opponent)
+        mcts = options.get("mcts", self.default_mcts)
+        if task_id != self.task.task_id or opponent != self.opponent or mcts != self.mcts_option:
+            self.opponent, self.mcts_option, self.mcts = opponent, mcts, MCTSConfig.coerce(mcts)
+            self._load(self._decode(task_id))  # (an unchanged task keeps its action-name cache)
         self.task_id = task_id
         if seed is not None or self._chance_rng is None:
             # Chance has its own stream, so whoever sits in the other seats never changes the deal or the dice; the
@@ -170,6 +192,8 @@ class OpenSpielEnv(gym.Env):
         # Draw the seat even when it is given, so the chance outcomes do not depend on the option.
         drawn = self._chance_rng.randrange(self.num_players)
         seat = options.get("seat", self.seat_option)
+        if seat is None and seed is not None and self.profile == "affinetes":
+            seat = affinetes_seat(seed, self.num_players)
         self.seat = drawn if seat is None else int(seat)
         if not 0 <= self.seat < self.num_players:
             raise ValueError(f"{self.game_spec.name} has seats 0..{self.num_players - 1}, got seat {self.seat}")
@@ -179,7 +203,7 @@ class OpenSpielEnv(gym.Env):
                 spec,
                 self.game,
                 self.game_spec,
-                self.mcts,
+                self._mcts,
                 self._fallback_rng.getrandbits(62) if isinstance(spec, str) and spec == "mcts" else 0,
                 self._observe_seat,
                 self._fallback_rng,

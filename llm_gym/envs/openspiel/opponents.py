@@ -38,6 +38,11 @@ class MCTSConfig:
     """Cut each rollout after this many moves; None = the game's default, 0 = play rollouts to the end."""
     determinizations: int = 4
     """Sampled states searched per move where information is hidden (the simulations are split between them)."""
+    omniscient: bool = False
+    """Search the real state, hidden cards and dice included, instead of states sampled from the bot's own
+    information (what affinetes' MCTS opponent does; ``profile="affinetes"`` sets it)."""
+    solve: bool | None = None
+    """Back up solved (proven won/lost) nodes; None = only in deterministic perfect-information games."""
 
     def __post_init__(self) -> None:
         if self.simulations is not None and self.simulations < 1:
@@ -116,7 +121,7 @@ class MCTSOpponent:
         self.config = config.for_game(spec)
         self.simultaneous = game_type.dynamics == pyspiel.GameType.Dynamics.SIMULTANEOUS
         self.search_game = pyspiel.convert_to_turn_based(game) if self.simultaneous else game
-        hidden = self.simultaneous or spec.determinize != "none"
+        hidden = self.simultaneous or (spec.determinize != "none" and not self.config.omniscient)
         self.determinizations = self.config.determinizations if hidden else 1
         self.rng = random.Random(seed)
         # MCTSBot and the evaluator want a legacy RandomState; they share one, seeded from our generator.
@@ -130,10 +135,10 @@ class MCTSOpponent:
             self.config.uct_c,
             max(1, self.config.simulations // self.determinizations),
             evaluator,
-            solve=deterministic and not hidden,
+            solve=deterministic and not hidden if self.config.solve is None else self.config.solve,
             random_state=self.random_state,
         )
-        self.determinizer = Determinizer(game, spec.determinize, self.rng)
+        self.determinizer = Determinizer(game, "none" if self.config.omniscient else spec.determinize, self.rng)
 
     def act(self, state: Any, player: int) -> int:
         visits: dict[int, float] = {}

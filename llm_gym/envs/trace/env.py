@@ -51,7 +51,8 @@ class TraceEnv(gym.Env[str, str]):
             option ``level`` overrides it. Ignored with a ``dataset``.
         dataset: a JSONL file of ``{"program": str, "inputs": str | [str]}`` rows to use instead of generated
             programs; the task id is the row index.
-        scoring: ``exact`` (1.0 or 0.0) or ``partial`` (fraction of expected lines reproduced in order).
+        scoring: ``exact`` (1.0 or 0.0), ``partial`` (fraction of expected lines reproduced in order) or
+            ``affinetes`` (1.0 or 0.0 by affinetes' rule: whitespace and case ignored, first fenced block).
         max_prints: most debug prints injected per program (0 shows programs unchanged).
         inject_dataset: inject debug prints into data set programs too.
         on_invalid: what a reset does with a task whose program fails in the sandbox (error, timeout, a limit,
@@ -102,7 +103,14 @@ class TraceEnv(gym.Env[str, str]):
         )
         self.cache = GroundTruthCache(cache_dir) if cache_dir else default_cache()
         self._sandbox = sandbox
-        self.instructions: str = INSTRUCTIONS
+        self.instructions: str = (
+            INSTRUCTIONS
+            if scoring != "affinetes"
+            else INSTRUCTIONS.replace(
+                "exact match after trimming trailing spaces and blank lines at the start and end",
+                "exact match of the first fenced block, ignoring all whitespace and letter case",
+            )
+        )
         """The rules, for a system prompt (the same attribute on every llm-gym env)."""
         self.observation_space = text_space(max_program_chars + 200)
         self.action_space = gym.spaces.Text(max_length=max_answer_chars, min_length=0, charset=TEXT_CHARSET)
@@ -154,6 +162,7 @@ class TraceEnv(gym.Env[str, str]):
             "diff": result.diff,
             "exact": result.exact and self.task.valid,
             "partial": result.partial if self.task.valid else 0.0,
+            "affinetes": result.affinetes and self.task.valid,
         }
         self._last = info
         return self._observation, float(reward), True, False, info

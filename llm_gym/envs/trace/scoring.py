@@ -8,7 +8,8 @@
    tabs are cut from every line, and blank lines at the start and the end are dropped. Leading spaces, inner
    blank lines and letter case stay significant: they are part of what the program prints.
 
-``exact`` is 1.0 when the normalised texts are equal, else 0.0. ``partial`` is the number of lines of the
+``exact`` is 1.0 when the normalised texts are equal, else 0.0. ``affinetes`` is 1.0 when affinetes would call the
+answer correct (:mod:`llm_gym.envs.trace.affinetes`: its own cleaning, whitespace and case ignored). ``partial`` is the number of lines of the
 longest common subsequence of the two line lists (expected lines reproduced in order) divided by the longer of
 the two lists, so padding an answer with extra lines does not pay; it is 1.0 exactly when ``exact`` is.
 """
@@ -20,8 +21,10 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-ScoringMode = Literal["exact", "partial"]
-SCORING_MODES: tuple[str, ...] = ("exact", "partial")
+from llm_gym.envs.trace.affinetes import matches as affinetes_matches
+
+ScoringMode = Literal["exact", "partial", "affinetes"]
+SCORING_MODES: tuple[str, ...] = ("exact", "partial", "affinetes")
 
 _THINK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
 _THINK_OPEN = re.compile(r"<think>.*", re.IGNORECASE | re.DOTALL)
@@ -44,8 +47,12 @@ class Score:
     """The normalised expected output."""
     diff: str
     """A short unified diff (expected -> answer), empty when they match."""
+    affinetes: bool = False
+    """affinetes' exact-match verdict on the same raw answer."""
 
     def reward(self, mode: ScoringMode) -> float:
+        if mode == "affinetes":
+            return float(self.affinetes)
         return float(self.exact) if mode == "exact" else self.partial
 
 
@@ -91,11 +98,12 @@ def score(answer_text: object, expected_stdout: str) -> Score:
     """Compare a model's raw text with a program's real stdout."""
     answer = normalise(extract_answer(answer_text))
     expected = normalise(expected_stdout)
+    affinetes = affinetes_matches(answer_text, expected_stdout)
     if answer == expected:
-        return Score(True, 1.0, answer, expected, "")
+        return Score(True, 1.0, answer, expected, "", affinetes)
     got, want = _lines(answer), _lines(expected)
     partial = lcs_length(want, got) / max(len(want), len(got), 1)
     diff = list(difflib.unified_diff(want, got, "expected", "answer", n=1, lineterm=""))
     if len(diff) > _DIFF_LINES:
         diff = [*diff[:_DIFF_LINES], f"... ({len(diff) - _DIFF_LINES} more diff lines)"]
-    return Score(False, partial, answer, expected, "\n".join(diff))
+    return Score(False, partial, answer, expected, "\n".join(diff), affinetes)
