@@ -77,14 +77,14 @@ class Clock:
 
 
 def bench_preset(preset: str, env_id: str, collect_samples: int, minibatches: int) -> dict[str, object]:
-    cfg = NanoGPTPPOConfig(preset=preset).resolved()  # type: ignore[arg-type]
+    cfg = NanoGPTPPOConfig(preset=preset).resolved()  # type: ignore[arg-type]  (preset: a CLI string)
     env = env_for(cfg, EnvConfig(env_id))
     shape = network_shape(cfg, env)
     torch.manual_seed(0)
     model = NanoGPTActorCritic(shape)
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=(0.9, cfg.adam_beta2))  # type: ignore[arg-type]
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, betas=(0.9, cfg.adam_beta2))
     tokenizer, generator = CharTokenizer(), torch.Generator().manual_seed(0)
-    n = int(cfg.num_envs)  # type: ignore[arg-type]
+    n = cfg.num_envs
     envs = make_vector_env(env, n)
     obs, infos = envs.reset(seed=list(range(n)))
     raw_sps = raw_env_steps_per_second(envs, shape.n_actions, max(1, 400 // n))
@@ -111,7 +111,7 @@ def bench_preset(preset: str, env_id: str, collect_samples: int, minibatches: in
 
     # -- update: minibatch gradient steps on the collected samples ---------------------------------------------
     model.train()
-    size = min(int(cfg.minibatch_size), collect_steps * n)  # type: ignore[arg-type]
+    size = min(cfg.minibatch_size, collect_steps * n)
     batches = [b for _ in range(minibatches + 1) for b in buffer.minibatches(size, generator)][: minibatches + 1]
     update = Clock()
     for i, mb in enumerate(batches):
@@ -121,11 +121,11 @@ def bench_preset(preset: str, env_id: str, collect_samples: int, minibatches: in
             losses = ppo_losses(new_logprob, mb.logprobs, mb.advantages, new_value, mb.values, mb.returns, entropy)
             optimizer.zero_grad(set_to_none=True)
             losses.loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)  # type: ignore[arg-type]
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
             optimizer.step()
     samples = sum(len(b) for b in batches[1:])
     collected = collect_steps * n
-    epochs = int(cfg.epochs)  # type: ignore[arg-type]
+    epochs = cfg.update_epochs
     forward = forward_flops(shape, shape.context)
     collect_seconds_per_step = collect.wall / collected
     update_seconds_per_sample = update.wall / samples

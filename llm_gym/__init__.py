@@ -11,6 +11,7 @@ from llm_gym.actions import InvalidActionPolicy, ParsedAction, TextActions, pars
 from llm_gym.agent import Agent, AgentConfig, EnvConfig, Policy, load_policy
 from llm_gym.callbacks import Callback
 from llm_gym.envs.catalog import env_ids, make
+from llm_gym.envs.checker import check_llm_env
 from llm_gym.evaluation import EpisodeResult, run_episodes
 from llm_gym.hookspecs import hookimpl
 from llm_gym.runs import Run
@@ -28,6 +29,7 @@ __all__ = [
     "Run",
     "TextActions",
     "__version__",
+    "check_llm_env",
     "env_ids",
     "hookimpl",
     "load_policy",

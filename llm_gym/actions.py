@@ -28,6 +28,7 @@ from typing import Any, Literal
 import gymnasium as gym
 import numpy as np
 
+from llm_gym.envs.protocol import action_aliases, noop_action
 from llm_gym.envs.spaces import TEXT_CHARSET
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.IGNORECASE | re.DOTALL)
@@ -180,9 +181,7 @@ class TextActions(gym.Wrapper):
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         legal = list(self._info["legal_actions"])
-        parsed = parse_action(
-            action, self._info["action_names"], legal, getattr(self.unwrapped, "action_aliases", None)
-        )
+        parsed = parse_action(action, self._info["action_names"], legal, action_aliases(self.env))
         chosen, penalty = parsed.action, 0.0
         if chosen is None:
             self._invalid += 1
@@ -200,8 +199,17 @@ class TextActions(gym.Wrapper):
         }
         return obs, float(reward) - penalty, terminated, truncated, info
 
+    def state_dict(self) -> dict[str, Any]:
+        """What the next step parses against (the latest legal actions and names) and the episode's invalid count;
+        :mod:`llm_gym.snapshots` saves it beside the env's own snapshot."""
+        keep = ("legal_actions", "action_names", "action_mask")
+        return {"info": {k: self._info[k] for k in keep if k in self._info}, "invalid": self._invalid}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._info, self._invalid = dict(state["info"]), int(state["invalid"])
+
     def _fallback(self, legal: list[int]) -> int:
-        noop = getattr(self.unwrapped, "noop_action", None)
+        noop = noop_action(self.env)
         if self.policy.fallback == "noop" and noop in legal:
             return int(noop)
         rng: np.random.Generator = self.unwrapped.np_random

@@ -26,20 +26,33 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
-if TYPE_CHECKING:
-    import gymnasium as gym
+from llm_gym.envs.protocol import EnvConfig
 
+if TYPE_CHECKING:
     from llm_gym.callbacks import Callback
     from llm_gym.runs import Run
 
 
 @dataclass(frozen=True, kw_only=True)
 class AgentConfig:
-    """Fields every agent config has. Subclass it (frozen, kw_only) and document each field under it."""
+    """Fields every agent config has. Subclass it (frozen, kw_only) and document each field under it.
+
+    One vocabulary across agents, so a setting means the same under every ``--agent``: ``learning_rate``,
+    ``update_epochs`` (passes over a rollout), ``num_envs``, ``num_steps`` (steps per env between updates),
+    ``minibatch_size``, ``gamma``, ``gae_lambda``, ``clip_coef``, ``value_clip_coef``, ``value_coef``,
+    ``entropy_coef``, ``max_grad_norm``, ``eval_every`` / ``eval_episodes`` / ``eval_max_steps``,
+    ``checkpoint_every`` / ``keep_checkpoints``, ``threads`` (torch threads), ``device``, ``progress``. A number
+    that switches something off is 0 ("0: off"), never None. A field that was renamed is listed in ``renamed``
+    (old name -> new name): ``--set old=...`` then fails with one line naming the new name, and a run saved under
+    the old name still loads.
+    """
+
+    renamed: ClassVar[Mapping[str, str]] = {}
+    """Old field name -> its current name."""
 
     total_steps: int = 10_000
     """Environment steps to train for, summed over parallel envs."""
@@ -51,18 +64,8 @@ class AgentConfig:
             raise ValueError(f"total_steps must be >= 0, got {self.total_steps}")
 
 
-@dataclass(frozen=True)
-class EnvConfig:
-    """Which env to train or play on, and the keyword arguments for ``gym.make``."""
-
-    env_id: str
-    kwargs: Mapping[str, Any] = field(default_factory=dict)
-
-    def make(self, **overrides: Any) -> gym.Env:
-        """A new env (unknown ids raise with close matches)."""
-        from llm_gym.envs.catalog import make
-
-        return make(self.env_id, **{**self.kwargs, **overrides})
+Action = int | str
+"""What a policy gives an env: an action id (``Discrete`` envs) or an answer text (``Text`` action spaces)."""
 
 
 @runtime_checkable
@@ -74,8 +77,9 @@ class Policy(Protocol):
     :func:`policy_env_kwargs`).
     """
 
-    def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
-        """One action id per observation; ``infos[i]`` is the latest info of env ``i`` (legal actions, mask)."""
+    def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> Sequence[Action]:
+        """One action per observation: an action id, or the answer text where the env takes text (``Trace-v0``);
+        ``infos[i]`` is the latest info of env ``i`` (legal actions, mask)."""
         ...
 
 
@@ -114,17 +118,13 @@ def load_policy(checkpoint: str | Path, env: EnvConfig | None = None) -> tuple[P
     from llm_gym.config import from_dict
     from llm_gym.errors import CheckpointError
     from llm_gym.plugins import get_agent
-    from llm_gym.runs import Run, find_run_dir
+    from llm_gym.runs import Run
 
-    run = Run.open(find_run_dir(checkpoint))
+    run, path = Run.resolve_checkpoint(checkpoint, required=False)
     saved = run.read_config()
     agent_cls = get_agent(saved["agent"])
     agent = agent_cls(from_dict(agent_cls.Config, saved["config"], source=str(run.path / "config.json")))
-    path = Path(checkpoint)
-    if path.resolve() == run.path.resolve():
-        latest = run.latest_checkpoint()
-        if latest is None and agent.learns:
-            raise CheckpointError(f"{run.path} has no complete checkpoint yet")
-        path = latest or path
+    if path is None and agent.learns:
+        raise CheckpointError(f"{run.path} has no complete checkpoint yet")
     env = env or EnvConfig(saved["env_id"], saved.get("env_kwargs", {}))
-    return agent.policy(env, path), agent
+    return agent.policy(env, path or Path(checkpoint)), agent

@@ -98,7 +98,10 @@ def apply_overrides(config: C, overrides: Mapping[str, Any], source: str = "--se
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
     changes: dict[str, Any] = {}
+    renamed = getattr(cls, "renamed", {})
     for key, raw in overrides.items():
+        if key in renamed:
+            raise ConfigError(f"{source}: {key!r} is now called {renamed[key]!r}; use {renamed[key]}={raw}")
         if key not in names:
             close = suggest(key, names)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
@@ -119,7 +122,16 @@ def to_dict(config: Any) -> dict[str, Any]:
 
 
 def from_dict(cls: type[C], data: Mapping[str, Any], source: str = "config") -> C:
-    """Build a config from a dict such as a run's saved ``config.json``."""
+    """Build a config from a dict such as a run's saved ``config.json``.
+
+    A run saved before a field was renamed (``cls.renamed``) or before None stopped meaning "off" still loads: old
+    names are read as the new ones, and None where the field takes no None is read as 0 (off)."""
+    renamed = getattr(cls, "renamed", {})
+    hints = typing.get_type_hints(cls)
+    data = {renamed.get(key, key): value for key, value in data.items()}
+    for key, value in data.items():
+        if value is None and key in hints and type(None) not in typing.get_args(hints[key]):
+            data[key] = 0
     return apply_overrides(cls(), data, source=source)
 
 

@@ -50,6 +50,10 @@ class UnsupportedEnvError(LLMGymError):
     """An agent or feature that does not work with the given env."""
 
 
+class EnvProtocolError(LLMGymError):
+    """An env that breaks llm-gym's env contract (:mod:`llm_gym.envs.protocol`); raised by ``check_llm_env``."""
+
+
 def suggest(name: str, known: Iterable[str], n: int = 3) -> list[str]:
     """Close matches of ``name`` among ``known``: case-insensitive, then by substring."""
     known = list(known)

@@ -8,6 +8,7 @@ reset with seed ``seed + i`` (and ``task_id`` from ``task_ids`` if given), so re
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,36 +125,54 @@ def _plain(value: Any) -> bool:
 
 
 class VideoWriter:
-    """Writes RGB frames to an mp4 as they come (H.264 through the ffmpeg that imageio-ffmpeg ships)."""
+    """Writes RGB frames to an mp4 as they come (H.264 through the ffmpeg that imageio-ffmpeg ships).
+
+    A video is a side job: where it cannot be written (no ffmpeg plugin, a full disk) the writer gives one warning
+    naming the fix and drops the rest of the frames, and the episode (or the training run around it) goes on.
+    """
 
     def __init__(self, path: str | Path, fps: int = 15) -> None:
         self.path, self.fps = Path(path), fps
         self._writer: Any = None
+        self.failed = False
 
     def add(self, frame: Any) -> None:
-        if self._writer is None:
-            import imageio.v2 as imageio
+        if self.failed:
+            return
+        try:
+            if self._writer is None:
+                import imageio.v2 as imageio
 
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            # macro_block_size=1 keeps odd frame sizes (160 x 210) instead of resizing them with a warning.
-            self._writer = imageio.get_writer(self.path, fps=self.fps, codec="libx264", macro_block_size=1, quality=7)
-        self._writer.append_data(frame)
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                # macro_block_size=1 keeps odd frame sizes (160 x 210) instead of resizing them with a warning.
+                self._writer = imageio.get_writer(
+                    self.path, fps=self.fps, codec="libx264", macro_block_size=1, quality=7
+                )
+            self._writer.append_data(frame)
+        except Exception as exc:  # any failure of the encoder stack: the video is optional, the run is not
+            self._give_up(exc)
 
     def close(self) -> None:
         if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+            writer, self._writer = self._writer, None
+            try:
+                writer.close()
+            except Exception as exc:
+                self._give_up(exc)
+
+    def _give_up(self, exc: Exception) -> None:
+        self.failed = True
+        self._writer = None
+        warnings.warn(
+            f"video {self.path} not written ({type(exc).__name__}: {exc}); it needs imageio's ffmpeg plugin "
+            "(pip install imageio-ffmpeg) and a writable .mp4 path. Going on without it.",
+            VideoWarning,
+            stacklevel=3,
+        )
 
 
-def write_video(path: str | Path, frames: Sequence[Any], fps: int = 15) -> Path:
-    """Write a list of RGB frames as an mp4."""
-    writer = VideoWriter(path, fps)
-    try:
-        for frame in frames:
-            writer.add(frame)
-    finally:
-        writer.close()
-    return Path(path)
+class VideoWarning(UserWarning):
+    """A video could not be written; what was being recorded goes on without it."""
 
 
 class Stopwatch:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import pickle
 import re
 import shutil
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_gym.errors import CheckpointError
+from llm_gym.snapshots import can_pickle  # noqa: F401  (its old home; agents import it from llm_gym.snapshots)
 
 CONFIG_FILE = "config.json"
 SUMMARY_FILE = "summary.json"
@@ -40,16 +40,6 @@ def write_json_atomic(path: Path, data: Any) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
-
-
-def can_pickle(value: Any) -> bool:
-    """Whether ``value`` can go into a checkpoint. Env snapshots holding live C++ objects (OpenSpiel's today) cannot;
-    agents then checkpoint without them and start new episodes on resume."""
-    try:
-        pickle.dumps(value)
-    except (TypeError, AttributeError, pickle.PicklingError):
-        return False
-    return True
 
 
 def _fsync_tree(root: Path) -> None:
@@ -99,6 +89,19 @@ class Run:
             {"agent": agent, "env_id": env_id, "env_kwargs": dict(env_kwargs or {}), "config": dict(config)},
         )
         return run
+
+    @classmethod
+    def resolve_checkpoint(cls, path: str | Path, *, required: bool = True) -> tuple[Run, Path | None]:
+        """The run a checkpoint belongs to and the checkpoint itself: ``<run>/checkpoints/step_N`` (or ``best``) as
+        given, a run directory as its newest complete checkpoint. A run without one raises when ``required``, else
+        gives None (agents that learn nothing, such as baselines, have no checkpoints)."""
+        run = cls.open(find_run_dir(path))
+        if Path(path).resolve() != run.path.resolve():
+            return run, Path(path)
+        latest = run.latest_checkpoint()
+        if latest is None and required:
+            raise CheckpointError(f"{run.path} has no complete checkpoint yet")
+        return run, latest
 
     @classmethod
     def open(cls, path: str | Path) -> Run:

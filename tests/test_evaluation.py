@@ -11,7 +11,7 @@ import pytest
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.baselines import RandomPolicy, ScriptedPolicy
 from llm_gym.errors import UnsupportedEnvError
-from llm_gym.evaluation import run_episodes
+from llm_gym.evaluation import VideoWarning, run_episodes
 from llm_gym.stats import format_mean_ci, mean_ci95
 
 ENV = EnvConfig("LLMPong-text-v0")
@@ -30,6 +30,17 @@ def test_video_of_the_first_episode(tmp_path: Path) -> None:
     run_episodes(ScriptedPolicy(ENV), ENV, 2, max_steps=40, video_path=path, num_envs=2)
     frames = iio.imread(path)
     assert frames.shape[0] == 41 and frames.shape[1:] == (210, 160, 3)
+
+
+def test_a_video_that_cannot_be_written_warns_once_and_the_episodes_go_on(tmp_path: Path) -> None:
+    # A .tif path takes imageio's TIFF writer, which rejects fps: the TypeError a machine without the ffmpeg plugin
+    # raised for .mp4 paths from deep in imageio.
+    path = tmp_path / "v.tif"
+    with pytest.warns(VideoWarning, match="pip install imageio-ffmpeg") as caught:
+        results = run_episodes(ScriptedPolicy(ENV), ENV, 2, max_steps=30, video_path=path, num_envs=2)
+    ours = [w for w in caught if issubclass(w.category, VideoWarning)]
+    assert len(ours) == 1 and "TypeError" in str(ours[0].message)
+    assert [r.length for r in results] == [30, 30]
 
 
 class CountdownEnv(gym.Env):

@@ -49,6 +49,21 @@ def test_checkpoints_are_atomic(tmp_path: Path) -> None:
     assert find_run_dir(run.checkpoints_dir / "step_40") == run.path
 
 
+def test_resolve_checkpoint_takes_a_checkpoint_or_a_run_directory(tmp_path: Path) -> None:
+    run = Run.create("LLMPong-v0", "random", {}, path=tmp_path / "run")
+    assert Run.resolve_checkpoint(run.path, required=False)[1] is None
+    with pytest.raises(CheckpointError, match="has no complete checkpoint yet"):
+        Run.resolve_checkpoint(run.path)
+    for step in (5, 9):
+        with run.checkpoint(step):
+            pass
+    found, checkpoint = Run.resolve_checkpoint(run.path)
+    assert found.path == run.path and checkpoint == run.checkpoints_dir / "step_9"
+    assert Run.resolve_checkpoint(run.checkpoints_dir / "step_5")[1] == run.checkpoints_dir / "step_5"
+    with pytest.raises(CheckpointError, match="is not a checkpoint of an llm-gym run"):
+        Run.resolve_checkpoint(tmp_path)
+
+
 def test_sigkill_mid_checkpoint_leaves_the_previous_one(tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""

@@ -2,15 +2,17 @@
 
 ``preset`` picks a full set of values; any field given explicitly (``--set n_layer=4``) overrides it. Fields a
 preset fills default to ``None`` ("from the preset"), so a saved config names only what the user chose and
-``--set preset=reference`` on it still switches every other field. :meth:`NanoGPTPPOConfig.resolved` returns the
-config with every ``None`` filled in; the training loop reads only that.
+``--set preset=reference`` on it still switches every other field. :meth:`NanoGPTPPOConfig.resolved` returns a
+:class:`NanoGPTSettings`: the same fields with every ``None`` filled in and typed without ``None``; the training loop
+reads only that.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from llm_gym.agent import AgentConfig
 
@@ -27,16 +29,16 @@ PRESETS: dict[str, dict[str, Any]] = {
         "positions": "absolute",
         "query_summary": False,
         "num_envs": 1,
-        "rollout_steps": 1024,
+        "num_steps": 1024,
         "minibatch_size": 64,
-        "epochs": 10,
+        "update_epochs": 10,
         "clip_coef": 0.2,
         "value_clip_coef": 0.2,
         "value_coef": 1.0,
         "entropy_coef": 0.01,
         "max_grad_norm": 0.5,
-        "lr": 1e-4,
-        "lr_end": 5e-5,
+        "learning_rate": 1e-4,
+        "final_learning_rate": 5e-5,
         "adam_beta2": 0.95,
         "life_loss_terminal": False,
         "reward_clip": 0.0,
@@ -52,16 +54,16 @@ PRESETS: dict[str, dict[str, Any]] = {
         "positions": "line_column",
         "query_summary": True,
         "num_envs": 8,
-        "rollout_steps": 128,
+        "num_steps": 128,
         "minibatch_size": 256,
-        "epochs": 4,
+        "update_epochs": 4,
         "clip_coef": 0.2,
         "value_clip_coef": 0.2,
         "value_coef": 1.0,
         "entropy_coef": 0.01,
         "max_grad_norm": 0.5,
-        "lr": 5e-4,
-        "lr_end": 5e-5,
+        "learning_rate": 5e-4,
+        "final_learning_rate": 5e-5,
         "adam_beta2": 0.99,
         "life_loss_terminal": True,
         "reward_clip": 1.0,
@@ -73,6 +75,14 @@ PRESETS: dict[str, dict[str, Any]] = {
 @dataclass(frozen=True, kw_only=True)
 class NanoGPTPPOConfig(AgentConfig):
     """Config of the ``nanogpt_ppo`` agent (``None`` = take the value from ``preset``)."""
+
+    renamed: ClassVar[Mapping[str, str]] = {
+        "lr": "learning_rate",
+        "lr_end": "final_learning_rate",
+        "epochs": "update_epochs",
+        "rollout_steps": "num_steps",
+        "torch_threads": "threads",
+    }
 
     total_steps: int = 1_000_000
     """Environment steps to train for, summed over parallel envs."""
@@ -105,8 +115,8 @@ class NanoGPTPPOConfig(AgentConfig):
     # -- rollouts ----------------------------------------------------------------------------------------------
     num_envs: int | None = None
     """Parallel envs (a Gymnasium vector env); one batched forward pass decides for all of them."""
-    rollout_steps: int | None = None
-    """Steps per env between updates; a rollout holds num_envs * rollout_steps samples."""
+    num_steps: int | None = None
+    """Steps per env between updates; a rollout holds num_envs * num_steps samples."""
     vector_env: Literal["sync", "async"] = "sync"
     """`sync` steps the envs in this process; `async` gives each env its own process (pays off with spare cores)."""
     life_loss_terminal: bool | None = None
@@ -119,7 +129,7 @@ class NanoGPTPPOConfig(AgentConfig):
     """Discount."""
     gae_lambda: float = 0.95
     """GAE lambda."""
-    epochs: int | None = None
+    update_epochs: int | None = None
     """Passes over each rollout."""
     minibatch_size: int | None = None
     """Samples per gradient step."""
@@ -137,9 +147,9 @@ class NanoGPTPPOConfig(AgentConfig):
     """Stop an update's epochs early once the approximate KL exceeds this; 0 = never."""
 
     # -- optimiser ---------------------------------------------------------------------------------------------
-    lr: float | None = None
+    learning_rate: float | None = None
     """Adam learning rate at the start of the cosine schedule."""
-    lr_end: float | None = None
+    final_learning_rate: float | None = None
     """Learning rate the cosine schedule ends at (at total_steps)."""
     adam_beta2: float | None = None
     """Adam beta2 (beta1 is 0.9)."""
@@ -162,7 +172,7 @@ class NanoGPTPPOConfig(AgentConfig):
     # -- machine -----------------------------------------------------------------------------------------------
     device: str = "cpu"
     """Torch device: `cpu`, `cuda`, `cuda:1`, ..."""
-    torch_threads: int = 0
+    threads: int = 0
     """Threads torch may use; 0 = torch's default (one per core). Set 1 when sharing a small machine."""
     progress: bool = True
     """Show a progress bar."""
@@ -171,7 +181,16 @@ class NanoGPTPPOConfig(AgentConfig):
         super().__post_init__()
         if self.preset not in PRESETS:
             raise ValueError(f"unknown preset {self.preset!r}; choose one of {', '.join(PRESETS)}")
-        positive = ("n_layer", "n_head", "n_embd", "mlp_ratio", "num_envs", "rollout_steps", "epochs", "minibatch_size")
+        positive = (
+            "n_layer",
+            "n_head",
+            "n_embd",
+            "mlp_ratio",
+            "num_envs",
+            "num_steps",
+            "update_epochs",
+            "minibatch_size",
+        )
         for name in positive:
             value = getattr(self, name)
             if value is not None and value < 1:
@@ -185,18 +204,48 @@ class NanoGPTPPOConfig(AgentConfig):
         if not 0.0 <= self.eval_epsilon <= 1.0:
             raise ValueError(f"eval_epsilon is a probability, got {self.eval_epsilon}")
 
-    def resolved(self) -> NanoGPTPPOConfig:
+    def resolved(self) -> NanoGPTSettings:
         """This config with every field left at None taken from the preset."""
         preset = PRESETS[self.preset]
-        return dataclasses.replace(self, **{k: v for k, v in preset.items() if getattr(self, k) is None})
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return NanoGPTSettings(**{**values, **{k: v for k, v in preset.items() if values[k] is None}})
 
     @property
     def batch_size(self) -> int:
-        """Samples per rollout (num_envs * rollout_steps) of the resolved config."""
+        """Samples per rollout (num_envs * num_steps) of the resolved config."""
         cfg = self.resolved()
-        return int(cfg.num_envs) * int(cfg.rollout_steps)  # type: ignore[arg-type]
+        return cfg.num_envs * cfg.num_steps
 
     @property
     def num_updates(self) -> int:
         """Updates needed to reach total_steps (the last rollout may overshoot it)."""
         return max(1, -(-self.total_steps // self.batch_size))
+
+
+@dataclass(frozen=True, kw_only=True)
+class NanoGPTSettings(NanoGPTPPOConfig):
+    """A :class:`NanoGPTPPOConfig` whose preset fields are filled in (:meth:`NanoGPTPPOConfig.resolved`): the same
+    fields and meanings, none of them None. The defaults here only complete the dataclass; ``resolved`` sets every one."""
+
+    grid_rows: int = 0
+    grid_cols: int = 0
+    n_layer: int = 1
+    n_head: int = 1
+    n_embd: int = 8
+    mlp_ratio: int = 1
+    positions: Literal["absolute", "line_column"] = "absolute"
+    query_summary: bool = False
+    num_envs: int = 1
+    num_steps: int = 1
+    life_loss_terminal: bool = False
+    reward_clip: float = 0.0
+    update_epochs: int = 1
+    minibatch_size: int = 1
+    clip_coef: float = 0.2
+    value_clip_coef: float = 0.0
+    value_coef: float = 1.0
+    entropy_coef: float = 0.0
+    max_grad_norm: float = 1.0
+    learning_rate: float = 1e-4
+    final_learning_rate: float = 1e-4
+    adam_beta2: float = 0.999

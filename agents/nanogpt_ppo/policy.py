@@ -23,7 +23,7 @@ SHAPE_FILE, WEIGHTS_FILE = "shape.json", "model.pt"
 def env_for(config: NanoGPTPPOConfig, env: EnvConfig) -> EnvConfig:
     """The env the agent uses: ``env`` with the config's grid size where the env takes one."""
     cfg = config.resolved()
-    return with_grid(env, int(cfg.grid_rows or 0), int(cfg.grid_cols or 0))
+    return with_grid(env, cfg.grid_rows, cfg.grid_cols)
 
 
 def network_shape(config: NanoGPTPPOConfig, env: EnvConfig) -> GPTShape:
@@ -39,14 +39,14 @@ def network_shape(config: NanoGPTPPOConfig, env: EnvConfig) -> GPTShape:
     return GPTShape(
         vocab_size=tokenizer.vocab_size,
         context=cfg.context or longest + 1,
-        n_layer=int(cfg.n_layer),  # type: ignore[arg-type]
-        n_head=int(cfg.n_head),  # type: ignore[arg-type]
-        n_embd=int(cfg.n_embd),  # type: ignore[arg-type]
-        mlp_ratio=int(cfg.mlp_ratio),  # type: ignore[arg-type]
+        n_layer=cfg.n_layer,
+        n_head=cfg.n_head,
+        n_embd=cfg.n_embd,
+        mlp_ratio=cfg.mlp_ratio,
         n_actions=num_actions,
-        positions=cfg.positions,  # type: ignore[arg-type]
+        positions=cfg.positions,
         newline_id=int(tokenizer.encode("\n")[0]),
-        query_summary=bool(cfg.query_summary),
+        query_summary=cfg.query_summary,
         query_id=QUERY,
     )
 

@@ -56,17 +56,17 @@ def train(
     config: NanoGPTPPOConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callback] = (), agent: str = "nanogpt_ppo"
 ) -> dict[str, Any]:
     cfg = config.resolved()
-    n, steps = int(cfg.num_envs), int(cfg.rollout_steps)  # type: ignore[arg-type]
+    n, steps = cfg.num_envs, cfg.num_steps
 
     # ---- setup ------------------------------------------------------------------------------------------------
-    if cfg.torch_threads > 0:
-        torch.set_num_threads(cfg.torch_threads)
+    if cfg.threads > 0:
+        torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     device = torch.device(cfg.device)
     env = env_for(cfg, env)
     shape = network_shape(cfg, env)
     model = NanoGPTActorCritic(shape).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=(0.9, cfg.adam_beta2), eps=1e-5)  # type: ignore[arg-type]
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, betas=(0.9, cfg.adam_beta2), eps=1e-5)
     generator = torch.Generator().manual_seed(cfg.seed)  # action sampling and minibatch order
     tokenizer = CharTokenizer()
     buffer = RolloutBuffer(steps, n, shape.context, shape.n_actions, device)
@@ -83,7 +83,7 @@ def train(
             obs, infos = envs.reset(seed=[cfg.seed + counters.update * n + i for i in range(n)])
             loop = EnvLoopState.fresh(obs, action_masks(infos, n, shape.n_actions), lives(infos, n))
     num_updates = cfg.num_updates
-    clip = float(cfg.reward_clip or 0.0)
+    clip = cfg.reward_clip
     for callback in callbacks:
         callback.on_training_start(env.env_id, config, counters.global_step)
 
@@ -105,7 +105,7 @@ def train(
     stopped = False
     with progress:
         while counters.update < num_updates and not stopped:
-            lr = cosine_schedule(counters.update, num_updates, cfg.lr, cfg.lr_end)  # type: ignore[arg-type]
+            lr = cosine_schedule(counters.update, num_updates, cfg.learning_rate, cfg.final_learning_rate)
             for group in optimizer.param_groups:
                 group["lr"] = lr
             step_before = counters.global_step
@@ -170,9 +170,9 @@ def train(
             model.train()
             sums: dict[str, float] = {}
             count = 0
-            for _epoch in range(int(cfg.epochs)):  # type: ignore[arg-type]
+            for _epoch in range(cfg.update_epochs):
                 epoch_kl, epoch_batches = 0.0, 0
-                for mb in buffer.minibatches(int(cfg.minibatch_size), generator):  # type: ignore[arg-type]
+                for mb in buffer.minibatches(cfg.minibatch_size, generator):
                     logits, new_value = model(mb.tokens, mb.query_index, mb.action_mask)
                     new_logprob, entropy = distribution_terms(logits, mb.actions)
                     losses = ppo_losses(
@@ -184,13 +184,13 @@ def train(
                         mb.returns,
                         entropy,
                         clip_coef=cfg.clip_coef,
-                        value_clip_coef=cfg.value_clip_coef or None,  # type: ignore[arg-type]
+                        value_clip_coef=cfg.value_clip_coef or None,
                         value_coef=cfg.value_coef,
-                        entropy_coef=cfg.entropy_coef,  # type: ignore[arg-type]
+                        entropy_coef=cfg.entropy_coef,
                     )
                     optimizer.zero_grad(set_to_none=True)
                     losses.loss.backward()
-                    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)  # type: ignore[arg-type]
+                    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
                     optimizer.step()
                     parts = {
                         "losses/policy_loss": losses.policy_loss,

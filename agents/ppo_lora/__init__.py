@@ -3,7 +3,8 @@
 
 Modules: ``config`` (the frozen config), ``model`` (LoRA, value head, split forward, reference), ``envs`` (the
 training envs), ``rollout`` (batched decisions), ``update`` (the PPO step), ``checkpoint`` (what --resume needs),
-``policy`` (acting from a live model or a checkpoint), ``train`` (the loop). Heavy imports wait for train/policy.
+``policy`` (acting from a live model or a checkpoint), ``train`` (the loop), ``export`` (the ``llm-gym export``
+command this plugin adds). Heavy imports wait for train/policy.
 """
 
 from __future__ import annotations
@@ -41,3 +42,11 @@ class PPOLoRAAgent(Agent):
 @llm_gym.hookimpl
 def register_agents(register) -> None:
     register(PPOLoRAAgent)
+
+
+@llm_gym.hookimpl
+def register_commands(app) -> None:
+    """``llm-gym export``: a checkpoint's adapter merged into the base model, or copied as is."""
+    from llm_gym.agents.ppo_lora import export
+
+    export.register(app)

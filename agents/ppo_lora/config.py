@@ -71,8 +71,8 @@ class PPOLoRAConfig(AgentConfig):
     """GAE lambda."""
     clip_coef: float = 0.2
     """PPO ratio clip."""
-    value_clip_coef: float | None = 0.2
-    """Value clip around the rollout's values; none turns it off."""
+    value_clip_coef: float = 0.2
+    """Value clip around the rollout's values; 0 turns it off."""
     value_coef: float = 0.5
     """Weight of the value loss."""
     entropy_coef: float = 0.01
@@ -84,8 +84,8 @@ class PPOLoRAConfig(AgentConfig):
     kl_coef: float = 0.02
     """Weight of KL(policy || reference) in the loss; the reference is the model with the adapter disabled.
     0 skips the reference pass."""
-    kl_target: float | None = None
-    """Adaptive KL: steer kl_coef so the measured KL per decision tracks this value; none keeps kl_coef fixed."""
+    kl_target: float = 0.0
+    """Adaptive KL: steer kl_coef so the measured KL per decision tracks this value; 0 keeps kl_coef fixed."""
     kl_horizon: int = 10_000
     """Adaptive KL: decisions over which the coefficient adapts (Ziegler et al. 2019)."""
 

@@ -13,8 +13,8 @@ import torch
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.envs import EnvPool, FinishedEpisode
 from llm_gym.agents.ppo_lora.model import ActorCritic
+from llm_gym.envs.protocol import legal_choices
 from llm_gym.lm.generation import generate, stop_token_ids
-from llm_gym.lm.policy import legal_choices
 from llm_gym.lm.scoring import categorical_logprobs
 
 

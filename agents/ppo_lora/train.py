@@ -22,9 +22,9 @@ from llm_gym.agents.ppo_lora.policy import live_policy
 from llm_gym.agents.ppo_lora.rollout import collect, rollout_arrays
 from llm_gym.agents.ppo_lora.update import ppo_update
 from llm_gym.callbacks import Callback, should_stop
+from llm_gym.envs.protocol import EnvTraits
 from llm_gym.errors import UnsupportedEnvError
 from llm_gym.evaluation import run_episodes
-from llm_gym.lm.prompts import env_instructions
 from llm_gym.lm.runtime import configure_threads
 from llm_gym.rl import compute_gae, cosine_schedule, explained_variance, linear_schedule
 from llm_gym.runs import Run
@@ -32,15 +32,10 @@ from llm_gym.stats import mean_ci95
 
 
 def _probe(env: EnvConfig, config: PPOLoRAConfig) -> tuple[str, bool]:
-    import gymnasium as gym
-
-    probe = env.make()
-    try:
-        if config.action_mode == "score" and isinstance(probe.action_space, gym.spaces.Text):
-            raise UnsupportedEnvError(f"{env.env_id} takes free text as its action; use --set action_mode=generate")
-        return env_instructions(probe), "rgb_array" in (probe.metadata.get("render_modes") or [])
-    finally:
-        probe.close()
+    traits = EnvTraits.probe(env)
+    if config.action_mode == "score" and traits.text_actions:
+        raise UnsupportedEnvError(f"{env.env_id} takes free text as its action; use --set action_mode=generate")
+    return traits.instructions, traits.renders_frames
 
 
 def _lr_factor(config: PPOLoRAConfig, total_updates: int):
@@ -103,7 +98,7 @@ def train(config: PPOLoRAConfig, env: EnvConfig, run: Run, callbacks: Sequence[C
         text_actions=config.action_mode == "generate",
         max_episode_steps=config.max_episode_steps,
     )
-    with_reference = config.kl_coef > 0 or config.kl_target is not None
+    with_reference = config.kl_coef > 0 or config.kl_target > 0
     if resume:
         counters, next_done, env_state = load_checkpoint(resume, ac, optimizer, scheduler, generator)
         ac.refresh()
@@ -151,7 +146,7 @@ def train(config: PPOLoRAConfig, env: EnvConfig, run: Run, callbacks: Sequence[C
             # -- PPO update ----------------------------------------------------------------------------------
             metrics = ppo_update(ac, optimizer, rollout, advantages, returns, config, generator, counters.kl_coef)
             scheduler.step()
-            if config.kl_target is not None:  # Ziegler et al. 2019: proportional control of the KL coefficient
+            if config.kl_target > 0:  # Ziegler et al. 2019: proportional control of the KL coefficient
                 error = float(np.clip(metrics["kl_ref"] / config.kl_target - 1.0, -0.2, 0.2))
                 counters.kl_coef *= 1.0 + error * config.rollout_size / config.kl_horizon
             # -- bookkeeping and logs ------------------------------------------------------------------------

@@ -90,7 +90,7 @@ def ppo_update(
                         ret,
                         categorical_entropy(logp),
                         clip_coef=config.clip_coef,
-                        value_clip_coef=config.value_clip_coef,
+                        value_clip_coef=config.value_clip_coef or None,
                         value_coef=config.value_coef,
                         entropy_coef=config.entropy_coef,
                     )
@@ -114,7 +114,7 @@ def ppo_update(
                         ret[token_row],
                         out.predictor_entropy[batch.target_predictor.to(values.device)],
                         clip_coef=config.clip_coef,
-                        value_clip_coef=config.value_clip_coef,
+                        value_clip_coef=config.value_clip_coef or None,
                         value_coef=config.value_coef,
                         entropy_coef=config.entropy_coef,
                         normalize_advantages=False,

@@ -10,9 +10,11 @@ from rich.table import Table
 
 from llm_gym.agent import EnvConfig, load_policy, policy_env_kwargs
 from llm_gym.cli.common import (
+    AgentOption,
     BackendOption,
     ConfigOption,
     EnvArgOption,
+    EnvOption,
     JsonOption,
     ModelOption,
     SeedOption,
@@ -32,8 +34,8 @@ from llm_gym.stats import mean_ci95
 
 @cli_errors
 def play(
-    env: Annotated[str | None, typer.Option("--env", "-e", help="Env id (default: the checkpoint's env).")] = None,
-    agent: Annotated[str | None, typer.Option("--agent", "-a", help="Agent name (see `llm-gym agents`).")] = None,
+    env: EnvOption = None,
+    agent: AgentOption = None,
     checkpoint: Annotated[Path | None, typer.Option("--checkpoint", "-c", help="Play a trained checkpoint.")] = None,
     episodes: Annotated[int, typer.Option("--episodes", "-n", min=1, help="Episodes to play.")] = 5,
     seed: SeedOption = None,
@@ -49,7 +51,9 @@ def play(
     env_args: EnvArgOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Play EPISODES episodes and print each return and the mean with a 95% confidence interval."""
+    """Play EPISODES episodes and print each return and the mean with a 95% confidence interval.
+
+    With --checkpoint, the agent and (unless --env is given) the env are the checkpoint's."""
     env_kwargs = parse_env_args(env_args)
     if checkpoint is not None:
         if agent is not None:
@@ -109,9 +113,10 @@ def play(
 
 
 def _checkpoint_env(checkpoint: Path) -> str:
-    from llm_gym.runs import Run, find_run_dir
+    from llm_gym.runs import Run
 
-    return Run.open(find_run_dir(checkpoint)).read_config()["env_id"]
+    run, _ = Run.resolve_checkpoint(checkpoint, required=False)
+    return run.read_config()["env_id"]
 
 
 def register(app: typer.Typer) -> None:

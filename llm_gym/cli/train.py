@@ -9,9 +9,11 @@ import typer
 
 from llm_gym.agent import EnvConfig
 from llm_gym.cli.common import (
+    AgentOption,
     BackendOption,
     ConfigOption,
     EnvArgOption,
+    EnvOption,
     ModelOption,
     SeedOption,
     SetOption,
@@ -29,8 +31,8 @@ from llm_gym.runs import Run
 
 @cli_errors
 def train(
-    agent: Annotated[str | None, typer.Option("--agent", "-a", help="Agent name (see `llm-gym agents`).")] = None,
-    env: Annotated[str | None, typer.Option("--env", "-e", help="Env id (see `llm-gym envs`).")] = None,
+    agent: AgentOption = None,
+    env: EnvOption = None,
     model: ModelOption = None,
     backend: BackendOption = None,
     seed: SeedOption = None,

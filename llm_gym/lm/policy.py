@@ -12,41 +12,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-import gymnasium as gym
 import numpy as np
 
 from llm_gym.actions import parse_action
-from llm_gym.agent import EnvConfig
+from llm_gym.envs.protocol import EnvConfig, EnvTraits, legal_choices
 from llm_gym.errors import UnsupportedEnvError
 from llm_gym.lm.backends import GenerateRequest, LMBackend, ScoreRequest
-from llm_gym.lm.prompts import env_instructions
+
+__all__ = ["ActionMode", "EnvTraits", "LMPolicy", "legal_choices"]
 
 ActionMode = Literal["score", "generate"]
-
-
-class EnvTraits:
-    """What a policy needs to know about an env, read once from a probe instance."""
-
-    def __init__(self, env: EnvConfig) -> None:
-        probe = env.make()
-        try:
-            unwrapped = probe.unwrapped
-            self.instructions = env_instructions(probe)
-            self.aliases: dict[str, int] = dict(getattr(unwrapped, "action_aliases", None) or {})
-            self.noop: int | None = getattr(unwrapped, "noop_action", None)
-            self.text_actions = isinstance(probe.action_space, gym.spaces.Text)
-        finally:
-            probe.close()
-
-
-def legal_choices(info: Mapping[str, Any], env_id: str) -> tuple[list[int], list[str]]:
-    """The legal action ids and their names from an env's ``info``."""
-    if "legal_actions" not in info or "action_names" not in info:
-        raise UnsupportedEnvError(
-            f"{env_id} does not list legal actions in info (legal_actions, action_names), so score mode cannot rank "
-            "them; use --set action_mode=generate"
-        )
-    return [int(a) for a in info["legal_actions"]], [str(n) for n in info["action_names"]]
 
 
 class LMPolicy:
@@ -74,7 +49,7 @@ class LMPolicy:
         seed: int = 0,
     ) -> None:
         self.backend, self.env_id, self.mode = backend, env.env_id, mode
-        self.traits = EnvTraits(env)
+        self.traits = EnvTraits.probe(env)
         if mode == "score" and self.traits.text_actions:
             raise UnsupportedEnvError(f"{env.env_id} takes free text as its action; use --set action_mode=generate")
         self.greedy, self.temperature, self.max_new_tokens = greedy, temperature, max_new_tokens

@@ -13,6 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from llm_gym.envs.protocol import env_instructions
+
+__all__ = ["EncodedPrompt", "PromptBuilder", "chat_messages", "env_instructions", "observation_text"]
+
 _SENTINELS = ("Aa", "z 9")
 
 
@@ -23,11 +27,6 @@ def observation_text(observation: Any) -> str:
     if isinstance(observation, Mapping) and isinstance(observation.get("text"), str):
         return observation["text"]
     return str(observation)
-
-
-def env_instructions(env: Any) -> str:
-    """The rules text every llm-gym env carries as ``instructions`` ('' for an env without one)."""
-    return str(getattr(getattr(env, "unwrapped", env), "instructions", "") or "")
 
 
 def chat_messages(instructions: str, observation: Any, system_role: bool = True) -> list[dict[str, str]]:

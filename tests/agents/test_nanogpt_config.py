@@ -24,7 +24,7 @@ def test_reference_preset_is_the_original_setup() -> None:
     ref = NanoGPTPPOConfig(preset="reference").resolved()
     assert (ref.n_layer, ref.n_head, ref.n_embd) == (6, 6, 96)
     assert (ref.grid_rows, ref.grid_cols) == (24, 80)  # 24 lines of 80 + newline = 1944 tokens with the query
-    assert (ref.num_envs * ref.rollout_steps, ref.minibatch_size, ref.epochs) == (1024, 64, 10)
+    assert (ref.num_envs * ref.num_steps, ref.minibatch_size, ref.update_epochs) == (1024, 64, 10)
     assert (ref.clip_coef, ref.value_clip_coef, ref.value_coef, ref.entropy_coef, ref.max_grad_norm) == (
         0.2,
         0.2,
@@ -32,14 +32,20 @@ def test_reference_preset_is_the_original_setup() -> None:
         0.01,
         0.5,
     )
-    assert (ref.lr, ref.lr_end, ref.adam_beta2, ref.gamma, ref.gae_lambda) == (1e-4, 5e-5, 0.95, 0.99, 0.95)
+    assert (ref.learning_rate, ref.final_learning_rate, ref.adam_beta2, ref.gamma, ref.gae_lambda) == (
+        1e-4,
+        5e-5,
+        0.95,
+        0.99,
+        0.95,
+    )
 
 
 def test_a_field_given_explicitly_overrides_the_preset_and_survives_a_preset_switch() -> None:
-    config = apply_overrides(NanoGPTPPOConfig(), {"n_layer": "4", "lr": "3e-4"})
+    config = apply_overrides(NanoGPTPPOConfig(), {"n_layer": "4", "learning_rate": "3e-4"})
     assert config.resolved().n_layer == 4 and config.resolved().n_embd == PRESETS["cpu"]["n_embd"]
     switched = apply_overrides(config, {"preset": "reference"})
-    assert switched.resolved().n_layer == 4 and switched.resolved().lr == 3e-4
+    assert switched.resolved().n_layer == 4 and switched.resolved().learning_rate == 3e-4
     assert switched.resolved().n_embd == 96  # not given, so it follows the new preset
     # A saved config (None for what the preset fills) reads back to the same thing.
     assert from_dict(NanoGPTPPOConfig, to_dict(switched)) == switched
@@ -48,7 +54,7 @@ def test_a_field_given_explicitly_overrides_the_preset_and_survives_a_preset_swi
 def test_default_is_the_cpu_preset() -> None:
     config = NanoGPTPPOConfig()
     assert config.preset == "cpu"
-    assert config.batch_size == PRESETS["cpu"]["num_envs"] * PRESETS["cpu"]["rollout_steps"]
+    assert config.batch_size == PRESETS["cpu"]["num_envs"] * PRESETS["cpu"]["num_steps"]
     assert NanoGPTPPOConfig(total_steps=config.batch_size + 1).num_updates == 2
 
 
@@ -59,3 +65,26 @@ def test_default_is_the_cpu_preset() -> None:
 def test_bad_values_say_what_is_wrong(key: str, value: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         apply_overrides(NanoGPTPPOConfig(), {key: value})
+
+
+def test_old_field_names_say_the_new_one_and_old_runs_still_load() -> None:
+    with pytest.raises(ConfigError, match=r"^--set: 'lr' is now called 'learning_rate'; use learning_rate=3e-4$"):
+        apply_overrides(NanoGPTPPOConfig(), {"lr": "3e-4"})
+    old_run = {"rollout_steps": 16, "epochs": 2, "torch_threads": 1, "lr": 1e-3}
+    config = from_dict(NanoGPTPPOConfig, old_run)
+    assert (config.num_steps, config.update_epochs, config.threads, config.learning_rate) == (16, 2, 1, 1e-3)
+
+
+def test_resolved_settings_are_fully_typed() -> None:
+    import dataclasses
+    import typing
+
+    from llm_gym.agents.nanogpt_ppo.config import NanoGPTSettings
+
+    for preset in PRESETS:
+        settings = NanoGPTPPOConfig(preset=preset).resolved()
+        assert isinstance(settings, NanoGPTSettings)
+        hints = typing.get_type_hints(NanoGPTSettings)
+        for f in dataclasses.fields(settings):
+            assert getattr(settings, f.name) is not None, f.name
+            assert type(None) not in typing.get_args(hints[f.name]), f.name

@@ -27,12 +27,12 @@ TINY = {
     "n_embd": 16,
     "mlp_ratio": 2,
     "num_envs": 2,
-    "rollout_steps": 32,
+    "num_steps": 32,
     "minibatch_size": 32,
-    "epochs": 2,
+    "update_epochs": 2,
     "eval_episodes": 1,
     "eval_max_steps": 40,
-    "torch_threads": 1,
+    "threads": 1,
     "progress": False,
 }
 
@@ -166,11 +166,11 @@ def test_learns_a_text_env_with_varying_legal_actions_and_never_takes_an_illegal
         **{
             **TINY,
             "num_envs": 4,
-            "rollout_steps": 64,
+            "num_steps": 64,
             "minibatch_size": 64,
-            "epochs": 4,
+            "update_epochs": 4,
             "eval_episodes": 8,
-            "lr": 3e-3,
+            "learning_rate": 3e-3,
         },
     )
     env = EnvConfig("NanoGPTTest-PickTheTarget-v0")

@@ -1,4 +1,5 @@
-"""Every registered id, checked the same way: gymnasium's env checker and a same-seed determinism rollout."""
+"""Every registered id, checked the same way: gymnasium's env checker, llm-gym's contract (``check_llm_env``) and a
+same-seed determinism rollout."""
 
 from __future__ import annotations
 
@@ -65,6 +66,15 @@ def test_same_seed_same_rollout(env_id: str) -> None:
     assert len(first) == len(second)
     for a, b in zip(first, second, strict=True):
         assert data_equivalence(a, b)
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_env_keeps_the_llm_gym_contract(env_id: str) -> None:
+    env = gym.make(env_id)
+    try:
+        llm_gym.check_llm_env(env)
+    finally:
+        env.close()
 
 
 @pytest.mark.parametrize("env_id", [i for i in ALL_IDS if i.startswith("LLM")])

@@ -33,11 +33,11 @@ def test_sb3_plugin_trains_resumes_and_plays(tmp_path: Path) -> None:
         "--set",
         "num_envs=2",
         "--set",
-        "n_steps=32",
+        "num_steps=32",
         "--set",
-        "batch_size=32",
+        "minibatch_size=32",
         "--set",
-        "n_epochs=1",
+        "update_epochs=1",
     ]
     result = CliRunner().invoke(build_app(), args)
     assert result.exit_code == 0, result.output

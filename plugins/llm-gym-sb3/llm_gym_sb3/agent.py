@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -18,26 +18,34 @@ MODEL_FILE = "model.zip"
 
 @dataclass(frozen=True, kw_only=True)
 class Sb3PPOConfig(AgentConfig):
+    renamed: ClassVar[Mapping[str, str]] = {
+        "n_steps": "num_steps",
+        "batch_size": "minibatch_size",
+        "n_epochs": "update_epochs",
+        "clip_range": "clip_coef",
+        "ent_coef": "entropy_coef",
+    }
+
     total_steps: int = 200_000
     """Environment steps to train for, summed over parallel envs."""
     num_envs: int = 8
     """Parallel envs (a DummyVecEnv)."""
     learning_rate: float = 2.5e-4
     """Adam learning rate."""
-    n_steps: int = 128
-    """Steps per env per rollout."""
-    batch_size: int = 256
-    """Minibatch size."""
-    n_epochs: int = 4
-    """Optimisation epochs per rollout."""
+    num_steps: int = 128
+    """Steps per env per rollout (SB3's n_steps)."""
+    minibatch_size: int = 256
+    """Minibatch size (SB3's batch_size)."""
+    update_epochs: int = 4
+    """Optimisation epochs per rollout (SB3's n_epochs)."""
     gamma: float = 0.99
     """Discount."""
     gae_lambda: float = 0.95
     """GAE lambda."""
-    clip_range: float = 0.1
-    """PPO clip coefficient."""
-    ent_coef: float = 0.01
-    """Entropy bonus coefficient."""
+    clip_coef: float = 0.1
+    """PPO clip coefficient (SB3's clip_range)."""
+    entropy_coef: float = 0.01
+    """Entropy bonus coefficient (SB3's ent_coef)."""
     checkpoint_every: int = 20_000
     """Env steps between checkpoints."""
 
@@ -76,13 +84,13 @@ class Sb3PPOAgent(Agent):
                 "MlpPolicy",
                 vec_env,
                 learning_rate=config.learning_rate,
-                n_steps=config.n_steps,
-                batch_size=config.batch_size,
-                n_epochs=config.n_epochs,
+                n_steps=config.num_steps,
+                batch_size=config.minibatch_size,
+                n_epochs=config.update_epochs,
                 gamma=config.gamma,
                 gae_lambda=config.gae_lambda,
-                clip_range=config.clip_range,
-                ent_coef=config.ent_coef,
+                clip_range=config.clip_coef,
+                ent_coef=config.entropy_coef,
                 seed=config.seed,
                 device="cpu",
                 verbose=0,

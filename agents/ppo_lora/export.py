@@ -1,4 +1,5 @@
-"""``llm-gym export``: a trained LoRA checkpoint as a standalone model directory.
+"""``llm-gym export``, added to the CLI by the ``ppo_lora`` plugin (``register_commands``): a trained LoRA
+checkpoint as a standalone model directory.
 
 ``--merge`` folds the adapter into the base weights and writes a model that ``AutoModelForCausalLM.from_pretrained``
 loads with no peft installed; without it the adapter is copied as is (``PeftModel.from_pretrained`` loads it).
@@ -18,18 +19,6 @@ from llm_gym.cli.common import cli_errors, console
 from llm_gym.errors import CheckpointError, ConfigError
 
 
-def _checkpoint_dir(path: Path) -> Path:
-    from llm_gym.runs import Run, find_run_dir
-
-    run = Run.open(find_run_dir(path))
-    if path.resolve() == run.path.resolve():
-        latest = run.latest_checkpoint()
-        if latest is None:
-            raise CheckpointError(f"{run.path} has no complete checkpoint yet")
-        return latest
-    return path
-
-
 @cli_errors
 def export(
     checkpoint: Annotated[Path, typer.Option("--checkpoint", "-c", help="A checkpoint (or run dir: its newest one).")],
@@ -42,11 +31,12 @@ def export(
     ] = "float32",
 ) -> None:
     """Write a LoRA checkpoint's model to OUT: merged into the base model (default) or as the adapter alone."""
-    from llm_gym.runs import Run, find_run_dir
+    from llm_gym.runs import Run
 
     if out.exists():
         raise ConfigError(f"{out} already exists; pass a new --out directory")
-    source = _checkpoint_dir(checkpoint)
+    run, source = Run.resolve_checkpoint(checkpoint)
+    assert source is not None  # required=True raises instead
     adapter = source / "adapter"
     if not (adapter / "adapter_config.json").is_file():
         raise CheckpointError(f"{source} holds no LoRA adapter (adapter/adapter_config.json); only LoRA agents export")
@@ -58,7 +48,7 @@ def export(
             from llm_gym.lm.models import load_causal_lm
             from llm_gym.lm.runtime import quiet_peft
 
-            saved = Run.open(find_run_dir(source)).read_config()["config"]
+            saved = run.read_config()["config"]
             base_name = (
                 saved.get("model")
                 or json.loads((adapter / "adapter_config.json").read_text())["base_model_name_or_path"]
@@ -79,4 +69,5 @@ def export(
 
 
 def register(app: typer.Typer) -> None:
+    """Add ``export`` to the ``llm-gym`` app."""
     app.command("export")(export)
