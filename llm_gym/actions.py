@@ -55,9 +55,9 @@ def clean_answer(text: object) -> str:
     """Drop think blocks, keep the last fenced code block if there is one, trim and collapse whitespace."""
     text = text if isinstance(text, str) else str(text)
     text = _THINK.sub(" ", text)
-    fences = _FENCE.findall(text)
-    if fences:
-        text = fences[-1][0]
+    # A fence with nothing inside ("```NOOP" reads as a fence tagged NOOP) says nothing: drop the backticks instead.
+    fences = [body for body, _ in _FENCE.findall(text) if body.strip()]
+    text = fences[-1] if fences else text.replace("```", " ")
     return _normalise(text)
 
 
