@@ -59,3 +59,14 @@ def format_mean_ci(values: Sequence[float], digits: int = 2) -> str:
     if math.isnan(half):
         return f"{mean:.{digits}f} (n={len(values)})"
     return f"{mean:.{digits}f} ± {half:.{digits}f} (n={len(values)})"
+
+
+def wilson_ci95(successes: int, n: int) -> tuple[float, float]:
+    """95% Wilson score interval of a success rate (sound at small n and at rates near 0 or 1)."""
+    if n == 0:
+        return math.nan, math.nan
+    z = 1.959964
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)

@@ -113,9 +113,10 @@ class TaskRange:
         head, sep, tail = text.replace("_", "").replace(",", "").strip().partition("-")
         try:
             first = int(head)
-            return cls(first, int(tail) if sep else first)
+            last = int(tail) if sep else first
         except ValueError:
             raise ConfigError(f"cannot read task range {text!r}; write first-last, e.g. 0-999") from None
+        return cls(first, last)
 
     @property
     def size(self) -> int:
@@ -323,6 +324,10 @@ class FailureReplay:
 
     def __len__(self) -> int:
         return len(self.buffer)
+
+    def drop_pending(self) -> None:
+        """Forget the replays handed out and not reported (after a resume whose envs started other tasks)."""
+        self.pending.clear()
 
     def next_options(self) -> dict[str, Any] | None:
         if self.buffer and self.rng.random() < self.replay_share:

@@ -15,6 +15,7 @@ from llm_gym.agents.nanogpt_ppo.model import NanoGPTActorCritic
 from llm_gym.agents.nanogpt_ppo.policy import NanoGPTPolicy, env_for, load_network, network_shape
 from llm_gym.callbacks import Callback
 from llm_gym.runs import Run
+from llm_gym.tasks import TaskSampler
 
 
 class NanoGPTPPOAgent(Agent):
@@ -24,10 +25,13 @@ class NanoGPTPPOAgent(Agent):
 
     config: NanoGPTPPOConfig
 
-    def train(self, env: EnvConfig, run: Run, callbacks: Sequence[Callback] = ()) -> dict[str, Any]:
+    def train(
+        self, env: EnvConfig, run: Run, callbacks: Sequence[Callback] = (), sampler: TaskSampler | None = None
+    ) -> dict[str, Any]:
+        """Train; with a ``sampler`` (e.g. the curriculum's) every training episode's task comes from it."""
         from llm_gym.agents.nanogpt_ppo.train import train  # the loop pulls in rich and the vector envs
 
-        return train(self.config, env, run, callbacks, agent=self.name)
+        return train(self.config, env, run, callbacks, agent=self.name, sampler=sampler)
 
     def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
         """Greedy actions of the network in ``checkpoint`` (``checkpoints/step_N`` or ``checkpoints/best``), or of

@@ -8,6 +8,7 @@ seeds on resume instead (the run continues, though not bit for bit).
 
 from __future__ import annotations
 
+import json
 import pickle
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -19,7 +20,7 @@ import torch
 
 from llm_gym.errors import CheckpointError
 
-TRAINING_FILE, ENVS_FILE = "training.pt", "envs.pkl"
+TRAINING_FILE, ENVS_FILE, TASKS_FILE = "training.pt", "envs.pkl", "tasks.json"
 
 
 @dataclass
@@ -65,8 +66,10 @@ def save_training(
     counters: Counters,
     loop: EnvLoopState,
     env_states: list[Any] | None,
+    tasks: dict[str, Any] | None = None,
 ) -> None:
-    """Write the training state (the network is saved beside it by ``policy.save_network``)."""
+    """Write the training state (the network is saved beside it by ``policy.save_network``); ``tasks`` is the task
+    sampler's state (:func:`llm_gym.sampled_tasks.sampler_state`) when one feeds the envs."""
     torch.save(
         {
             "optimizer": optimizer.state_dict(),
@@ -86,6 +89,14 @@ def save_training(
     if env_states is not None:
         with open(directory / ENVS_FILE, "wb") as handle:
             pickle.dump(env_states, handle)
+    if tasks is not None:
+        (directory / TASKS_FILE).write_text(json.dumps(tasks))
+
+
+def load_tasks(directory: Path) -> dict[str, Any] | None:
+    """The task sampler's state saved with a checkpoint, if any."""
+    path = directory / TASKS_FILE
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def load_training(

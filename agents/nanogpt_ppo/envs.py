@@ -15,6 +15,8 @@ from llm_gym.agent import EnvConfig
 from llm_gym.envs.catalog import env_spec
 from llm_gym.errors import UnsupportedEnvError
 from llm_gym.runs import can_pickle
+from llm_gym.sampled_tasks import wrap_envs
+from llm_gym.tasks import TaskSampler
 
 
 def _accepts(env_id: str, names: tuple[str, ...]) -> bool:
@@ -50,10 +52,14 @@ def text_length(space: gym.Space) -> int:
     )
 
 
-def make_vector_env(env: EnvConfig, num_envs: int, kind: str = "sync") -> VectorEnv:
+def make_vector_env(env: EnvConfig, num_envs: int, kind: str = "sync", sampler: TaskSampler | None = None) -> VectorEnv:
     """``num_envs`` copies of ``env``; a finished episode resets in the same step (its last observation and info go
-    to ``info["final_obs"]`` / ``info["final_info"]``), so every stored step is a real decision."""
-    fns = [lambda: env.make() for _ in range(num_envs)]
+    to ``info["final_obs"]`` / ``info["final_info"]``), so every stored step is a real decision. With a ``sampler``
+    each episode's task comes from it (:mod:`llm_gym.sampled_tasks`; in-process envs only)."""
+    if sampler is not None and kind == "async":
+        raise UnsupportedEnvError("a task sampler (the curriculum) needs the envs in this process: vector_env=sync")
+    make = wrap_envs(env.make, sampler)
+    fns = [make for _ in range(num_envs)]
     if kind == "async":
         return AsyncVectorEnv(fns, autoreset_mode=AutoresetMode.SAME_STEP, shared_memory=False)
     return SyncVectorEnv(fns, autoreset_mode=AutoresetMode.SAME_STEP)

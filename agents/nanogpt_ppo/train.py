@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.nanogpt_ppo.buffer import RolloutBuffer
-from llm_gym.agents.nanogpt_ppo.checkpoint import Counters, EnvLoopState, load_training, save_training
+from llm_gym.agents.nanogpt_ppo.checkpoint import Counters, EnvLoopState, load_tasks, load_training, save_training
 from llm_gym.agents.nanogpt_ppo.config import NanoGPTPPOConfig
 from llm_gym.agents.nanogpt_ppo.envs import action_masks, lives, make_vector_env, restore, snapshots
 from llm_gym.agents.nanogpt_ppo.model import NanoGPTActorCritic, distribution_terms
@@ -28,7 +28,9 @@ from llm_gym.callbacks import Callback, should_stop
 from llm_gym.evaluation import run_episodes
 from llm_gym.rl import cosine_schedule, explained_variance, ppo_losses
 from llm_gym.runs import Run
+from llm_gym.sampled_tasks import restore_sampler, sampler_state
 from llm_gym.stats import mean_ci95
+from llm_gym.tasks import TaskSampler
 
 EVAL_SEED_OFFSET = 1_000_000
 """Evaluation episodes use seeds seed + 1e6 + i: never the training envs' seeds, the same at every evaluation."""
@@ -53,7 +55,12 @@ def _crossed(before: int, after: int, every: int) -> bool:
 
 
 def train(
-    config: NanoGPTPPOConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callback] = (), agent: str = "nanogpt_ppo"
+    config: NanoGPTPPOConfig,
+    env: EnvConfig,
+    run: Run,
+    callbacks: Sequence[Callback] = (),
+    agent: str = "nanogpt_ppo",
+    sampler: TaskSampler | None = None,
 ) -> dict[str, Any]:
     cfg = config.resolved()
     n, steps = cfg.num_envs, cfg.num_steps
@@ -70,7 +77,7 @@ def train(
     generator = torch.Generator().manual_seed(cfg.seed)  # action sampling and minibatch order
     tokenizer = CharTokenizer()
     buffer = RolloutBuffer(steps, n, shape.context, shape.n_actions, device)
-    envs = make_vector_env(env, n, cfg.vector_env)
+    envs = make_vector_env(env, n, cfg.vector_env, sampler)
     obs, infos = envs.reset(seed=[cfg.seed + i for i in range(n)])
     loop = EnvLoopState.fresh(obs, action_masks(infos, n, shape.n_actions), lives(infos, n))
     counters = Counters()
@@ -82,6 +89,9 @@ def train(
         else:  # envs without snapshots start fresh episodes, seeded past the ones already played
             obs, infos = envs.reset(seed=[cfg.seed + counters.update * n + i for i in range(n)])
             loop = EnvLoopState.fresh(obs, action_masks(infos, n, shape.n_actions), lives(infos, n))
+        sub_envs = getattr(envs, "envs", [])
+        snapshot = env_states is not None
+        restore_sampler(sampler, sub_envs, load_tasks(run.resumed_from), episodes=snapshot, same_tasks=snapshot)
     num_updates = cfg.num_updates
     clip = cfg.reward_clip
     for callback in callbacks:
@@ -257,7 +267,8 @@ def train(
             if last or _crossed(step_before, counters.global_step, cfg.checkpoint_every):
                 with run.checkpoint(counters.global_step) as directory:
                     save_network(model, directory)
-                    save_training(directory, optimizer, generator, counters, loop, snapshots(envs))
+                    tasks = sampler_state(sampler, getattr(envs, "envs", []))
+                    save_training(directory, optimizer, generator, counters, loop, snapshots(envs), tasks)
                 run.prune_checkpoints(cfg.keep_checkpoints)
                 for callback in callbacks:
                     callback.on_checkpoint(counters.global_step, run.checkpoints_dir / f"step_{counters.global_step}")

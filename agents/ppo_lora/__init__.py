@@ -18,6 +18,7 @@ from llm_gym.agent import Agent, EnvConfig, Policy
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.callbacks import Callback
 from llm_gym.runs import Run
+from llm_gym.tasks import TaskSampler
 
 
 class PPOLoRAAgent(Agent):
@@ -27,10 +28,13 @@ class PPOLoRAAgent(Agent):
 
     config: PPOLoRAConfig
 
-    def train(self, env: EnvConfig, run: Run, callbacks: Sequence[Callback] = ()) -> dict[str, Any]:
+    def train(
+        self, env: EnvConfig, run: Run, callbacks: Sequence[Callback] = (), sampler: TaskSampler | None = None
+    ) -> dict[str, Any]:
+        """Train; with a ``sampler`` (e.g. the curriculum's) every training episode's task comes from it."""
         from llm_gym.agents.ppo_lora.train import train
 
-        return train(self.config, env, run, callbacks, agent=self.name)
+        return train(self.config, env, run, callbacks, agent=self.name, sampler=sampler)
 
     def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
         """Greedy actions of the adapter in ``checkpoint`` (merged into the base weights), or of the base model."""

@@ -13,6 +13,8 @@ import numpy as np
 from llm_gym.actions import TextActions
 from llm_gym.agent import EnvConfig
 from llm_gym.runs import can_pickle
+from llm_gym.sampled_tasks import SampledTasks, restore_sampler, sampler_state, saved_options
+from llm_gym.tasks import TaskSampler
 
 
 @dataclass
@@ -45,16 +47,27 @@ def _plain_info(info: dict[str, Any]) -> dict[str, Any]:
 
 
 class EnvPool:
-    """``num_envs`` envs; ``text_actions`` wraps discrete envs in :class:`TextActions` (generate mode)."""
+    """``num_envs`` envs; ``text_actions`` wraps discrete envs in :class:`TextActions` (generate mode); with a
+    ``sampler`` every episode's task comes from it (:mod:`llm_gym.sampled_tasks`)."""
 
     def __init__(
-        self, env: EnvConfig, num_envs: int, seed: int, *, text_actions: bool, max_episode_steps: int = 0
+        self,
+        env: EnvConfig,
+        num_envs: int,
+        seed: int,
+        *,
+        text_actions: bool,
+        max_episode_steps: int = 0,
+        sampler: TaskSampler | None = None,
     ) -> None:
         self.envs: list[gym.Env] = []
+        self.sampler = sampler
         for _ in range(num_envs):
             made = env.make()
             if text_actions and not isinstance(made.action_space, gym.spaces.Text):
                 made = TextActions(made)
+            if sampler is not None:  # outermost, so it sees the parser's invalid answers too
+                made = SampledTasks(made, sampler)
             self.envs.append(made)
         self.seed = seed
         self.max_episode_steps = max_episode_steps
@@ -73,9 +86,9 @@ class EnvPool:
         for i in range(len(self.envs)):
             self._reset(i)
 
-    def _reset(self, i: int) -> None:
+    def _reset(self, i: int, options: dict[str, Any] | None = None) -> None:
         # Episode k (over all envs, in the order they start) gets seed + k: reproducible for any num_envs.
-        obs, info = self.envs[i].reset(seed=self.seed + self.next_episode)
+        obs, info = self.envs[i].reset(seed=self.seed + self.next_episode, options=options)
         self.next_episode += 1
         self.observations[i], self.infos[i] = obs, info
         self.returns[i] = self.raw_returns[i] = 0.0
@@ -130,13 +143,19 @@ class EnvPool:
             "lengths": self.lengths.copy(),
             "invalid": self.invalid.copy(),
             "next_episode": self.next_episode,
+            "tasks": sampler_state(self.sampler, self.envs),
         }
 
     def restore(self, state: dict[str, Any]) -> bool:
         """Continue from :meth:`state`; returns False (and resets the envs) when they could not be snapshot."""
         self.next_episode = int(state["next_episode"])
+        tasks = state.get("tasks")
         if state["snapshots"] is None:
-            self.reset()
+            # New games; with a sampler, of the tasks that were in progress, so its replay bookkeeping stays right.
+            restart = saved_options(tasks) or [None] * len(self.envs)
+            for i, options in enumerate(restart):
+                self._reset(i, options)
+            restore_sampler(self.sampler, self.envs, tasks, episodes=False)
             return False
         for i, env in enumerate(self.envs):
             env.reset(seed=self.seed + i)  # initialise wrappers and RNGs; the snapshot then overrides the state
@@ -145,6 +164,7 @@ class EnvPool:
         self.observations, self.infos = list(state["observations"]), [dict(i) for i in state["infos"]]
         self.returns, self.raw_returns = state["returns"].copy(), state["raw_returns"].copy()
         self.lengths, self.invalid = state["lengths"].copy(), state["invalid"].copy()
+        restore_sampler(self.sampler, self.envs, tasks)
         return True
 
     def close(self) -> None:

@@ -29,6 +29,7 @@ from llm_gym.lm.runtime import configure_threads
 from llm_gym.rl import compute_gae, cosine_schedule, explained_variance, linear_schedule
 from llm_gym.runs import Run
 from llm_gym.stats import mean_ci95
+from llm_gym.tasks import TaskSampler
 
 
 def _probe(env: EnvConfig, config: PPOLoRAConfig) -> tuple[str, bool]:
@@ -79,7 +80,14 @@ def evaluate(
     return mean, ci, float(np.mean(scores)), returns
 
 
-def train(config: PPOLoRAConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callback], agent: str) -> dict[str, Any]:
+def train(
+    config: PPOLoRAConfig,
+    env: EnvConfig,
+    run: Run,
+    callbacks: Sequence[Callback],
+    agent: str,
+    sampler: TaskSampler | None = None,
+) -> dict[str, Any]:
     # -- setup -------------------------------------------------------------------------------------------------
     configure_threads(config.threads)
     torch.manual_seed(config.seed)
@@ -97,6 +105,7 @@ def train(config: PPOLoRAConfig, env: EnvConfig, run: Run, callbacks: Sequence[C
         config.seed,
         text_actions=config.action_mode == "generate",
         max_episode_steps=config.max_episode_steps,
+        sampler=sampler,
     )
     with_reference = config.kl_coef > 0 or config.kl_target > 0
     if resume:

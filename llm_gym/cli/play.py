@@ -25,11 +25,13 @@ from llm_gym.cli.common import (
     print_json,
     resolve_config,
 )
+from llm_gym.cli.task_report import episode_task_ids, per_game
 from llm_gym.envs.catalog import env_spec
 from llm_gym.errors import ConfigError
 from llm_gym.evaluation import Stopwatch, run_episodes
 from llm_gym.plugins import get_agent
 from llm_gym.stats import mean_ci95
+from llm_gym.tasks import TaskRange
 
 
 @cli_errors
@@ -50,11 +52,22 @@ def play(
     config_file: ConfigOption = None,
     env_args: EnvArgOption = None,
     as_json: JsonOption = False,
+    task_ids: Annotated[
+        str | None,
+        typer.Option("--task-ids", help="Task ids FIRST-LAST: each in turn, or uniform draws when more than episodes."),
+    ] = None,
+    opponent: Annotated[
+        str | None, typer.Option("--opponent", help="OpenSpiel opponent: random or mcts (= --env-arg opponent=...).")
+    ] = None,
 ) -> None:
-    """Play EPISODES episodes and print each return and the mean with a 95% confidence interval.
+    """Play EPISODES episodes and print each return and the mean with a 95% confidence interval; with --task-ids,
+    also the win rate and mean score per game.
 
     With --checkpoint, the agent and (unless --env is given) the env are the checkpoint's."""
     env_kwargs = parse_env_args(env_args)
+    if opponent is not None:
+        env_kwargs["opponent"] = opponent
+    tasks = TaskRange.parse(task_ids) if task_ids is not None else None
     if checkpoint is not None:
         if agent is not None:
             raise ConfigError("give --agent or --checkpoint, not both (a checkpoint knows its agent)")
@@ -73,8 +86,16 @@ def play(
     # A policy may carry the env arguments it was trained with (e.g. nanogpt_ppo's grid size); --env-arg wins.
     env_config = EnvConfig(env_id, {**policy_env_kwargs(policy), **env_kwargs})
     clock = Stopwatch()
+    ids = episode_task_ids(tasks, episodes, seed or 0) if tasks else None
     results = run_episodes(
-        policy, env_config, episodes, seed=seed or 0, num_envs=num_envs, max_steps=max_steps, video_path=video
+        policy,
+        env_config,
+        episodes,
+        seed=seed or 0,
+        num_envs=num_envs,
+        max_steps=max_steps,
+        video_path=video,
+        task_ids=ids,
     )
     returns = [r.episode_return for r in results]
     mean, ci = mean_ci95(returns)
@@ -98,6 +119,10 @@ def play(
         "steps_per_second": clock.rate(steps),
         "video": str(video) if video else None,
     }
+    if ids is not None:
+        for row, task_id in zip(report["episodes"], ids, strict=True):
+            row["task_id"] = task_id
+        report["per_game"] = per_game(results, env_id)
     if as_json:
         print_json(report)
         return
@@ -108,6 +133,18 @@ def play(
     console.print(
         f"mean return {mean:.2f} ± {ci:.2f} (95% CI, n={len(returns)}), {report['steps_per_second']:.0f} steps/s"
     )
+    if ids is not None:
+        games = Table("game", "episodes", "win rate (95% CI)", "mean score", "mean return", title="per game")
+        for row in report["per_game"]:
+            low, high = row["win_rate_ci95"]
+            games.add_row(
+                row["game"],
+                str(row["episodes"]),
+                f"{row['win_rate']:.2f} [{low:.2f}, {high:.2f}]",
+                f"{row['mean_score']:.2f} ± {row['score_ci95']:.2f}",
+                f"{row['mean_return']:.2f} ± {row['return_ci95']:.2f}",
+            )
+        console.print(games)
     if video:
         console.print(f"video: {video}")
 

@@ -1,0 +1,42 @@
+"""The ``curriculum`` config: which learner it wraps, the stages and the failure buffer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from llm_gym.agent import AgentConfig
+
+
+@dataclass(frozen=True, kw_only=True)
+class CurriculumConfig(AgentConfig):
+    total_steps: int = 20_000
+    """Environment steps to train for, summed over parallel envs (passed to the base learner)."""
+    base: str = "ppo_lora"
+    """The learner plugin that trains (any agent whose train() takes a task sampler: ppo_lora, nanogpt_ppo, ...)."""
+    base_config: dict[str, Any] = field(default_factory=dict)
+    """The base learner's own settings (a [base_config] table, or --set base_config='{"num_envs": 4}'); its
+    total_steps and seed come from this config."""
+    stages: tuple[dict[str, Any], ...] = ()
+    """[[stages]] tables: name, tasks ("first-last"), threshold, optional window / demote_below, and the env's reset
+    options (OpenSpiel: opponent, mcts, seat; Trace: level). Empty: the seed's three OpenSpiel stages
+    (docs/curriculum.md)."""
+    window: int = 100
+    """Recent episodes of a stage its success rate is measured over (a stage's own window wins)."""
+    buffer_size: int = 1000
+    """Failed tasks kept for replay (the least urgent goes when it is full)."""
+    replay_share: float = 0.3
+    """Share of episodes replayed from the failure buffer (priority 1 - score); 0 turns replay off."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.window < 1:
+            raise ValueError(f"window must be at least 1 episode, got {self.window}")
+        if self.buffer_size < 1:
+            raise ValueError(f"buffer_size must be at least 1, got {self.buffer_size}")
+        if not 0.0 <= self.replay_share <= 1.0:
+            raise ValueError(f"replay_share must lie in [0, 1], got {self.replay_share}")
+        if self.stages:  # checked here, so a bad stage file fails before a run directory is made
+            from llm_gym.agents.curriculum.stages import parse_stages
+
+            parse_stages(self.stages, None, {}, self.window)
