@@ -29,12 +29,12 @@ NANOGPT = {
     "n_embd": 16,
     "mlp_ratio": 2,
     "num_envs": 2,
-    "rollout_steps": 32,
+    "num_steps": 32,
     "minibatch_size": 32,
-    "epochs": 1,
+    "update_epochs": 1,
     "eval_episodes": 1,
     "eval_max_steps": 20,
-    "torch_threads": 1,
+    "threads": 1,
     "progress": False,
 }
 STAGES = (
