@@ -111,7 +111,9 @@ def test_sigkill_then_resume_keeps_stage_and_buffer(tmp_path: Path) -> None:
 
     step, checkpoint = Run.open(run_dir).checkpoints()[-1]
     saved = json.loads((checkpoint / "tasks.json").read_text())["sampler"]
-    assert saved["base"]["stage_name"] == "second" and saved["buffer"], "the run should be past stage one, with failures"
+    assert saved["base"]["stage_name"] == "second" and saved["buffer"], (
+        "the run should be past stage one, with failures"
+    )
 
     # Resume without training further: the curriculum must stand exactly where the checkpoint left it.
     runner = CliRunner()
@@ -139,7 +141,10 @@ def test_sigkill_then_resume_keeps_stage_and_buffer(tmp_path: Path) -> None:
     [
         ({"name": "b", "tasks": "5-20"}, "stage 'b': task range 5-20 overlaps stage 'a' (0-9); start it after 9"),
         ({"name": "b", "tasks": "20-10"}, "stage 'b': the task range 20-10 is empty"),
-        ({"name": "b", "tasks": "10-20", "opponent": "mtcs"}, "stage 'b': unknown opponent 'mtcs'; did you mean 'mcts'?"),
+        (
+            {"name": "b", "tasks": "10-20", "opponent": "mtcs"},
+            "stage 'b': unknown opponent 'mtcs'; did you mean 'mcts'?",
+        ),
         ({"name": "b", "tasks": "10-20", "threshold": 1.5}, "stage 'b': threshold 1.5 is outside [0, 1]"),
         ({"name": "b", "tasks": "10-20", "levle": 2}, "stage 'b': unknown key 'levle'; did you mean level?"),
     ],
