@@ -57,6 +57,8 @@ class LMPolicy:
         self.seed = seed
         self.decisions = 0
         self.parse_failures = 0
+        self.last_answers: list[str] = []
+        """The model's answer behind each action of the latest ``act`` (score mode: the chosen action's name)."""
 
     def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[Any]:
         self.decisions += len(observations)
@@ -70,8 +72,8 @@ class LMPolicy:
             ScoreRequest(self.traits.instructions, obs, tuple(names))
             for obs, (_, names) in zip(observations, legal, strict=True)
         ]
-        actions = []
-        for loglik, (ids, _) in zip(self.backend.score(requests), legal, strict=True):
+        actions, answers = [], []
+        for loglik, (ids, names) in zip(self.backend.score(requests), legal, strict=True):
             logp = loglik - np.logaddexp.reduce(loglik)
             index = (
                 int(np.argmax(logp))
@@ -79,6 +81,8 @@ class LMPolicy:
                 else int(self.rng.choice(len(ids), p=np.exp(logp) / np.exp(logp).sum()))
             )
             actions.append(ids[index])
+            answers.append(names[index])
+        self.last_answers = answers
         return actions
 
     def _act_generate(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[Any]:
@@ -89,6 +93,7 @@ class LMPolicy:
             temperature=0.0 if self.greedy else self.temperature,
             seed=int(self.rng.integers(2**31)),
         )
+        self.last_answers = [c.text for c in completions]
         if self.traits.text_actions:
             return [c.text for c in completions]
         actions = []

@@ -13,9 +13,19 @@ import llm_gym
 
 
 def _hf(model: str, **options: Any) -> Any:
+    from llm_gym.lm.vision.models import is_vision_model
+
+    if is_vision_model(model):  # an image+text model: the same interface, images seen
+        return _hf_vision(model, **options)
     from llm_gym.lm.backends.hf import HFBackend
 
     return HFBackend(model, **options)
+
+
+def _hf_vision(model: str, **options: Any) -> Any:
+    from llm_gym.lm.vision.backend import VisionBackend
+
+    return VisionBackend(model, **options)
 
 
 def _openai(model: str, **options: Any) -> Any:
@@ -33,5 +43,6 @@ def _vllm(model: str, **options: Any) -> Any:
 @llm_gym.hookimpl
 def register_backends(register: Callable[[str, Callable[..., Any]], None]) -> None:
     register("hf", _hf)
+    register("hf-vision", _hf_vision)
     register("openai", _openai)
     register("vllm", _vllm)

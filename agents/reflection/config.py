@@ -1,0 +1,114 @@
+"""The ``reflection`` config: one frozen dataclass, a docstring under each field (the CLI's help text)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from llm_gym.agent import AgentConfig
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReflectionConfig(AgentConfig):
+    total_steps: int = 0
+    """Not used: the budget is iterations x episodes x max_steps."""
+    model: str = "smollm2-135m"
+    """smollm2-135m (the default, text), a local model directory (a text LM, or an image+text model such as
+    SmolVLM for the vision envs), or a cached HF id."""
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    """Weights dtype (auto: bfloat16 where the CPU/GPU is fast at it, else float32)."""
+    device: str = "auto"
+    """auto (cuda when visible, else cpu), cpu, cuda, cuda:1 ..."""
+    threads: int = 0
+    """torch threads (0: one per available core)."""
+    batch_size: int = 16
+    """Most prompts per forward pass when acting, reflecting and replaying."""
+
+    # -- trial -------------------------------------------------------------------------------------------------
+    iterations: int = 3
+    """Trial -> reflect -> verify -> fine-tune rounds."""
+    episodes: int = 20
+    """Episodes per trial, played in lockstep (one batched LM call per step)."""
+    max_steps: int = 1000
+    """Cut each trial episode after this many steps."""
+    action_mode: Literal["score", "generate"] = "score"
+    """How the model acts: score (a categorical over the legal actions' likelihoods, exact) or generate (it writes
+    an answer that the shared parser reads)."""
+    trial_greedy: bool = False
+    """Trial: take the most likely action instead of sampling (sampling shows the model more of the game)."""
+    temperature: float = 1.0
+    """generate mode: sampling temperature in the trial."""
+    max_new_tokens: int = 16
+    """generate mode: answer length budget when acting."""
+
+    # -- reflection --------------------------------------------------------------------------------------------
+    reflection_rate: float = 0.3
+    """Share of each episode's steps to reflect on: those with the lowest discounted outcome (see credit_gamma)."""
+    credit_gamma: float = 0.9
+    """Discount of the credit-assignment rule: a reward k steps after a move is charged to it with weight gamma^k."""
+    life_penalty: float = 1.0
+    """A lost life counts as this negative reward when choosing poor steps and in verification replays (Breakout
+    punishes by lives, not rewards); reported returns are the game's own."""
+    outcome_threshold: float = 0.0
+    """Only steps whose discounted outcome is below this are reflected on."""
+    max_reflections: int = 64
+    """At most this many reflections per iteration (the lowest outcomes over all episodes); 0: no cap."""
+    reflection_tokens: int = 128
+    """Answer length budget of a reflection (the JSON object)."""
+    reflection_temperature: float = 0.0
+    """Sampling temperature of reflections (0: greedy)."""
+
+    # -- verification ------------------------------------------------------------------------------------------
+    verify: bool = True
+    """Replay each proposed action from the stored env snapshot and keep it only if it does at least as well as
+    the action taken (envs that cannot clone their state keep every parsed correction, counted as unverified)."""
+    verify_horizon: int = 16
+    """Steps replayed after the reflected step (the corrected or the taken action, then the continuation policy)."""
+    continuation: Literal["model", "random"] = "model"
+    """Continuation policy of both replays: the current model, greedy; or seeded random legal actions."""
+    keep_ties: bool = True
+    """Keep a correction whose replay scores exactly as well as the action taken ("at least as well")."""
+
+    # -- fine-tuning -------------------------------------------------------------------------------------------
+    finetune: Literal["lora", "full"] = "lora"
+    """lora: train LoRA adapters (peft) on the language model; full: train all language-model weights."""
+    epochs: int = 3
+    """Passes over each iteration's verified examples."""
+    train_batch_size: int = 4
+    """Examples per gradient step."""
+    learning_rate: float = 2e-4
+    """AdamW learning rate (LoRA; use about 2e-5 for a full fine-tune)."""
+    weight_decay: float = 0.0
+    """AdamW weight decay."""
+    max_grad_norm: float = 1.0
+    """Gradient-norm clip."""
+    lora_rank: int = 16
+    """LoRA rank r."""
+    lora_alpha: float = 32.0
+    """LoRA scaling alpha (the update is scaled by alpha / r)."""
+    lora_dropout: float = 0.0
+    """Dropout on the LoRA input."""
+    lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    """Language-model module names that get LoRA adapters (a vision encoder's layers never do)."""
+
+    # -- evaluation --------------------------------------------------------------------------------------------
+    eval_episodes: int = 4
+    """Greedy episodes on held-out seeds before training and after every iteration (0: none)."""
+    eval_max_steps: int = 1000
+    """Cut evaluation episodes after this many steps."""
+    eval_seed: int = 10_000
+    """Evaluation episode i uses seed eval_seed + i (disjoint from trial seeds, which start at seed)."""
+    progress: bool = True
+    """Show progress bars."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("iterations", "episodes", "max_steps", "batch_size", "epochs", "train_batch_size", "lora_rank"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0.0 <= self.reflection_rate <= 1.0:
+            raise ValueError(f"reflection_rate must be in [0, 1], got {self.reflection_rate}")
+        if not 0.0 <= self.credit_gamma <= 1.0:
+            raise ValueError(f"credit_gamma must be in [0, 1], got {self.credit_gamma}")
+        if self.verify_horizon < 1:
+            raise ValueError(f"verify_horizon must be >= 1, got {self.verify_horizon}")
