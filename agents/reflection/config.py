@@ -53,6 +53,10 @@ class ReflectionConfig(AgentConfig):
     """Only steps whose discounted outcome is below this are reflected on."""
     max_reflections: int = 64
     """At most this many reflections per iteration (the lowest outcomes over all episodes); 0: no cap."""
+    reflection_answer: Literal["json", "scored"] = "json"
+    """json: the model answers with a JSON object naming the corrected action (unparsable answers are counted and
+    skipped); scored: the model writes its analysis, and the corrected action is the other legal action it then
+    rates most likely (always legal; what small models need, as they rarely write valid JSON)."""
     reflection_tokens: int = 128
     """Answer length budget of a reflection (the JSON object)."""
     reflection_temperature: float = 0.0

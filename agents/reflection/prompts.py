@@ -10,6 +10,12 @@ observation after it and how the game went from there (the step's outcome under 
 prose or a code fence) and, when the JSON itself is broken, an ``"action": "X"`` pair; the action must name a legal
 action (through the shared parser, so ``"up"`` finds ``UP``). Anything else is unparsable: counted by the agent and
 skipped, never an error.
+
+Small models (SmolLM2-135M, and every tiny test model) rarely write valid JSON, so there is a second answer mode,
+``scored``: the model writes only its analysis (:data:`ANALYSIS_TASK`), and the corrected action is then the legal
+action other than the one taken that it finds most likely as the answer to the same prompt followed by that
+analysis (:func:`scored_choice_observation`), computed exactly in score mode. Such a reflection always names a
+legal action (a forced move, with no other legal action, counts as unparsable).
 """
 
 from __future__ import annotations
@@ -33,14 +39,21 @@ REFLECTION_TASK = (
     '{"analysis": "<what went wrong>", "action": "<one legal action name>", "reasoning": "<why it is better>"}'
 )
 
+ANALYSIS_TASK = (
+    "You are reviewing one move from a game you played. You will see the game state before the move, the move "
+    "you made, the state after it and what happened next. In one or two sentences, say what went wrong."
+)
+
 _ACTION_PAIR = re.compile(r'"action"\s*:\s*"([^"\n]{1,64})"', re.IGNORECASE)
 _REASONING_PAIR = re.compile(r'"reasoning"\s*:\s*"([^"\n]*)"', re.IGNORECASE)
 
 
-def reflection_instructions(env_instructions: str) -> str:
-    """The system message of a reflection: the game's rules, then the reviewing task."""
+def reflection_instructions(env_instructions: str, answer: str = "json") -> str:
+    """The system message of a reflection: the game's rules, then the reviewing task (``json``: the JSON answer;
+    ``scored``: the analysis only)."""
+    task = REFLECTION_TASK if answer == "json" else ANALYSIS_TASK
     rules = env_instructions.strip()
-    return f"{rules}\n\n{REFLECTION_TASK}" if rules else REFLECTION_TASK
+    return f"{rules}\n\n{task}" if rules else task
 
 
 @dataclass(frozen=True)
@@ -63,7 +76,7 @@ class StepForReflection:
     """The rewards of the next few steps, as they came (for the model to see what followed)."""
 
 
-def reflection_observation(step: StepForReflection) -> Any:
+def reflection_observation(step: StepForReflection, answer: str = "json") -> Any:
     """The user message of a reflection: text for text envs; ``{"images": [before, after], "text"}`` when the
     observations carry images (the vision backend puts one image placeholder per image, in order)."""
     later = ", ".join(f"{r:+g}" for r in step.horizon_rewards) or "none (the game ended)"
@@ -74,10 +87,19 @@ def reflection_observation(step: StepForReflection) -> Any:
         f"Reward of this move: {step.reward:+g}. Rewards of the following steps: {later}. "
         f"Discounted outcome: {step.outcome:+.3f} (this was one of your worst moves).\n"
         f"Legal actions: {', '.join(step.legal_names)}\n"
-        "Your JSON answer:"
+        + ("Your JSON answer:" if answer == "json" else "What went wrong?")
     )
     images = [obs["image"] for obs in (step.before, step.after) if isinstance(obs, Mapping) and "image" in obs]
     return {"images": images, "text": text} if images else text
+
+
+def scored_choice_observation(observation: Any, analysis: str) -> Any:
+    """``scored`` mode, second step: the reflection prompt followed by the model's analysis, asking for the action
+    (the legal actions' names are then scored as the answer)."""
+    addition = f"\nWhat went wrong: {analysis.strip() or '(no answer)'}\nThe better move, as one legal action name:"
+    if isinstance(observation, Mapping):
+        return {**observation, "text": observation_text(observation) + addition}
+    return observation + addition
 
 
 @dataclass(frozen=True)

@@ -23,16 +23,18 @@ from llm_gym.agents.reflection.finetune import Example, TrainSettings, train_ans
 from llm_gym.agents.reflection.model import ReflectionModel
 from llm_gym.agents.reflection.plot import plot_rewards
 from llm_gym.agents.reflection.prompts import (
+    Reflection,
     StepForReflection,
     parse_reflection,
     reflection_instructions,
     reflection_observation,
+    scored_choice_observation,
 )
 from llm_gym.agents.reflection.trial import Candidate, can_clone, play_trial
 from llm_gym.agents.reflection.verify import PolicyContinuation, RandomContinuation, verify
 from llm_gym.callbacks import Callback
 from llm_gym.evaluation import run_episodes
-from llm_gym.lm.backends import GenerateRequest, LMBackend
+from llm_gym.lm.backends import GenerateRequest, LMBackend, ScoreRequest
 from llm_gym.lm.policy import EnvTraits, LMPolicy
 from llm_gym.lm.prompts import observation_text
 from llm_gym.lm.runtime import configure_threads
@@ -72,27 +74,48 @@ def evaluate(backend: LMBackend, env: EnvConfig, config: ReflectionConfig) -> di
 
 def reflect(
     backend: LMBackend, candidates: Sequence[Candidate], traits: EnvTraits, config: ReflectionConfig, seed: int
-) -> tuple[list[tuple[Candidate, Any]], dict[str, int]]:
-    """Ask the model about each candidate; the parsed corrections that differ from the action taken, and counts."""
-    system = reflection_instructions(traits.instructions)
-    requests = [
-        GenerateRequest(
-            system,
-            reflection_observation(
-                StepForReflection(
-                    c.before, c.after, c.action_name, c.legal_names, c.reward, c.outcome, c.horizon_rewards
-                )
-            ),
+) -> tuple[list[tuple[Candidate, Reflection]], dict[str, int]]:
+    """Ask the model about each candidate; the corrections that name a legal action other than the one taken, and
+    counts (proposed = asked, parsed = named a legal action, unchanged = named the action taken)."""
+    mode = config.reflection_answer
+    system = reflection_instructions(traits.instructions, mode)
+    prompts = [
+        reflection_observation(
+            StepForReflection(c.before, c.after, c.action_name, c.legal_names, c.reward, c.outcome, c.horizon_rewards),
+            mode,
         )
         for c in candidates
     ]
     completions = backend.generate(
-        requests, max_new_tokens=config.reflection_tokens, temperature=config.reflection_temperature, seed=seed
+        [GenerateRequest(system, p) for p in prompts],
+        max_new_tokens=config.reflection_tokens,
+        temperature=config.reflection_temperature,
+        seed=seed,
     )
+    if mode == "json":
+        reflections = [
+            parse_reflection(done.text, c.legal_names, c.legal_ids, traits.aliases)
+            for c, done in zip(candidates, completions, strict=True)
+        ]
+    else:  # the other legal action the model rates most likely after its own analysis, exactly
+        others = [[i for i, a in enumerate(c.legal_ids) if a != c.action] for c in candidates]
+        scores = backend.score(
+            [
+                ScoreRequest(system, scored_choice_observation(p, done.text), tuple(c.legal_names[i] for i in rest))
+                for c, p, done, rest in zip(candidates, prompts, completions, others, strict=True)
+                if rest
+            ]
+        )
+        reflections, answered = [], iter(scores)
+        for c, done, rest in zip(candidates, completions, others, strict=True):
+            if not rest:  # a forced move: nothing else to propose
+                reflections.append(None)
+                continue
+            best = rest[int(next(answered).argmax())]
+            reflections.append(Reflection(c.legal_ids[best], c.legal_names[best], done.text.strip(), ""))
     counts = {"proposed": len(candidates), "parsed": 0, "unparsable": 0, "unchanged": 0}
     corrections = []
-    for candidate, completion in zip(candidates, completions, strict=True):
-        reflection = parse_reflection(completion.text, candidate.legal_names, candidate.legal_ids, traits.aliases)
+    for candidate, reflection in zip(candidates, reflections, strict=True):
         if reflection is None:
             counts["unparsable"] += 1
             continue
