@@ -30,12 +30,13 @@ from llm_gym.agents.reflection.prompts import (
     reflection_observation,
     scored_choice_observation,
 )
-from llm_gym.agents.reflection.trial import Candidate, can_clone, play_trial
+from llm_gym.agents.reflection.trial import Candidate, play_trial
 from llm_gym.agents.reflection.verify import PolicyContinuation, RandomContinuation, verify
 from llm_gym.callbacks import Callback
+from llm_gym.envs.protocol import EnvTraits
 from llm_gym.evaluation import run_episodes
 from llm_gym.lm.backends import GenerateRequest, LMBackend, ScoreRequest
-from llm_gym.lm.policy import EnvTraits, LMPolicy
+from llm_gym.lm.policy import LMPolicy
 from llm_gym.lm.prompts import observation_text
 from llm_gym.lm.runtime import configure_threads
 from llm_gym.runs import Run, write_json_atomic
@@ -145,10 +146,8 @@ def train(
     # -- setup -------------------------------------------------------------------------------------------------
     configure_threads(config.threads)
     torch.manual_seed(config.seed)
-    traits = EnvTraits(env)
-    probe = env.make()
-    cloning = can_clone(probe)
-    probe.close()
+    traits = EnvTraits.probe(env)
+    cloning = traits.snapshots
     history = _load_state(run.resumed_from)
     model = ReflectionModel(config, run.resumed_from)
     start = (history[-1]["iteration"] + 1) if history else 1

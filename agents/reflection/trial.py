@@ -15,6 +15,7 @@ from typing import Any
 
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.reflection.credit import choose_poor_steps, credit_reward, discounted_outcomes
+from llm_gym.envs.protocol import can_snapshot
 
 
 @dataclass
@@ -53,12 +54,6 @@ class TrialResult:
     decisions: int = 0
 
 
-def can_clone(env: Any) -> bool:
-    """Whether the env can snapshot and restore its state (ALE and OpenSpiel can)."""
-    inner = env.unwrapped
-    return callable(getattr(inner, "clone_state", None)) and callable(getattr(inner, "restore_state", None))
-
-
 def _legal(info: Mapping[str, Any]) -> tuple[tuple[int, ...], tuple[str, ...]]:
     return tuple(int(a) for a in info["legal_actions"]), tuple(str(n) for n in info["action_names"])
 
@@ -86,7 +81,7 @@ def play_trial(
     """
     num_envs = max(1, min(num_envs, episodes))
     envs = [env.make() for _ in range(num_envs)]
-    cloning = can_clone(envs[0])
+    cloning = can_snapshot(envs[0])
     result = TrialResult()
     finished: dict[int, tuple[float, float, int, list[Candidate]]] = {}
     slots: list[dict[str, Any] | None] = [None] * num_envs

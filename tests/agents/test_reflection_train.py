@@ -78,7 +78,8 @@ def _train(model: Path, env_id: str, run_dir: Path, **settings) -> dict:
 def test_json_reflections_of_a_random_model_are_counted_and_skipped(tiny_text_model: Path) -> None:
     from llm_gym.agents.reflection.train import reflect
     from llm_gym.agents.reflection.trial import play_trial
-    from llm_gym.lm.policy import EnvTraits, LMPolicy
+    from llm_gym.envs.protocol import EnvTraits
+    from llm_gym.lm.policy import LMPolicy
 
     config = ReflectionConfig(model=str(tiny_text_model), **{**FAST, "reflection_answer": "json"})
     env = EnvConfig("OpenSpiel-tic_tac_toe-v0")
@@ -97,7 +98,7 @@ def test_json_reflections_of_a_random_model_are_counted_and_skipped(tiny_text_mo
         context=3,
     )
     assert trial.candidates
-    corrections, counts = reflect(backend, trial.candidates, EnvTraits(env), config, seed=0)
+    corrections, counts = reflect(backend, trial.candidates, EnvTraits.probe(env), config, seed=0)
     assert counts["proposed"] == len(trial.candidates)
     assert counts["parsed"] + counts["unparsable"] == counts["proposed"] and counts["unparsable"] > 0
     assert len(corrections) == counts["parsed"] - counts["unchanged"]
