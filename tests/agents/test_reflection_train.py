@@ -143,6 +143,13 @@ def test_one_iteration_on_openspiel(tmp_path: Path, tiny_text_model: Path) -> No
         eval_max_steps=9,
     )
     _check_iteration(tmp_path / "run")
+    # `play --checkpoint` path: the run's newest checkpoint loads (LoRA merged) and plays.
+    from llm_gym.agent import load_policy
+    from llm_gym.evaluation import run_episodes
+
+    policy, agent = load_policy(tmp_path / "run")
+    assert agent.name == "reflection"
+    assert len(run_episodes(policy, EnvConfig("OpenSpiel-tic_tac_toe-v0"), 2, num_envs=2)) == 2
 
 
 @pytest.mark.timeout(600)
