@@ -128,12 +128,6 @@ def reflect(
     return corrections, counts
 
 
-def _select(candidates: list[Candidate], cap: int) -> list[Candidate]:
-    if cap <= 0 or len(candidates) <= cap:
-        return candidates
-    return sorted(candidates, key=lambda c: (c.outcome, c.episode, c.step))[:cap]
-
-
 def _load_state(checkpoint: Path | None) -> list[dict[str, Any]]:
     if checkpoint is None:
         return []
@@ -176,10 +170,10 @@ def train(
             threshold=config.outcome_threshold,
             context=config.verify_horizon,
             life_penalty=config.life_penalty,
+            keep=config.max_reflections,
         )
         # -- reflection ----------------------------------------------------------------------------------------
-        chosen = _select(trial.candidates, config.max_reflections)
-        corrections, counts = reflect(backend, chosen, traits, config, seed)
+        corrections, counts = reflect(backend, trial.candidates, traits, config, seed)
         # -- verification by replay ------------------------------------------------------------------------------
         verdicts: list[Any] = [None] * len(corrections)
         if config.verify and cloning and corrections:
@@ -231,7 +225,7 @@ def train(
                 "steps": sum(trial.lengths),
                 "seeds": [config.seed + (iteration - 1) * config.episodes, len(trial.returns)],
             },
-            "reflections": {"candidates": len(trial.candidates), **counts},
+            "reflections": {"poor_steps": trial.poor_steps, **counts},
             "finetune": {
                 "examples": len(examples),
                 "steps": len(losses),

@@ -51,6 +51,9 @@ class TrialResult:
     """The game's own score per episode where the env reports one (else the return)."""
     lengths: list[int] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
+    """The poor steps kept for reflection: the ``keep`` with the lowest outcome, in episode and step order."""
+    poor_steps: int = 0
+    """Poor steps chosen over all episodes (before the ``keep`` cap)."""
     decisions: int = 0
 
 
@@ -71,6 +74,7 @@ def play_trial(
     threshold: float,
     context: int,
     life_penalty: float = 0.0,
+    keep: int = 0,
 ) -> TrialResult:
     """Play ``episodes`` episodes (episode ``i`` with seed ``seed + i``) and choose their poor steps.
 
@@ -78,12 +82,15 @@ def play_trial(
         policy: an :class:`~llm_gym.lm.policy.LMPolicy` (its ``last_answers`` are recorded).
         rate, gamma, threshold, life_penalty: the credit-assignment rule (see ``credit``).
         context: how many later rewards each candidate carries for the reflection prompt.
+        keep: keep only this many poor steps, those with the lowest outcome (0: all). Applied as episodes end,
+            so the observations of the others (vision frames) are freed at once.
     """
     num_envs = max(1, min(num_envs, episodes))
     envs = [env.make() for _ in range(num_envs)]
     cloning = can_snapshot(envs[0])
     result = TrialResult()
-    finished: dict[int, tuple[float, float, int, list[Candidate]]] = {}
+    finished: dict[int, tuple[float, float, int]] = {}
+    pool: list[Candidate] = []
     slots: list[dict[str, Any] | None] = [None] * num_envs
     next_episode = 0
 
@@ -115,17 +122,21 @@ def play_trial(
                 if terminated or truncated or len(state["steps"]) >= max_steps:
                     score = float(info.get("score", state["return"]))
                     chosen = _candidates(state, obs, seed, rate, gamma, threshold, context)
-                    finished[state["index"]] = (state["return"], score, len(state["steps"]), chosen)
+                    result.poor_steps += len(chosen)
+                    pool.extend(chosen)
+                    if keep > 0 and len(pool) > keep:  # the lowest outcomes: the same set whatever the finish order
+                        pool = sorted(pool, key=lambda c: (c.outcome, c.episode, c.step))[:keep]
+                    finished[state["index"]] = (state["return"], score, len(state["steps"]))
                     start(slot)
     finally:
         for e in envs:
             e.close()
     for index in sorted(finished):
-        episode_return, score, length, chosen = finished[index]
+        episode_return, score, length = finished[index]
         result.returns.append(episode_return)
         result.scores.append(score)
         result.lengths.append(length)
-        result.candidates.extend(chosen)
+    result.candidates = sorted(pool, key=lambda c: (c.episode, c.step))
     return result
 
 

@@ -49,7 +49,7 @@ def _check_iteration(run_dir: Path, iterations: int = 1) -> dict:
     summary = json.loads((run_dir / "summary.json").read_text())
     results = json.loads((run_dir / f"iteration_{iterations}" / "results.json").read_text())
     r = results["reflections"]
-    assert r["proposed"] > 0 and r["parsed"] > 0
+    assert 0 < r["proposed"] <= r["poor_steps"] and r["parsed"] > 0
     assert r["parsed"] + r["unparsable"] == r["proposed"]
     assert r["verified"] + r["rejected"] + r["unverified"] + r["unchanged"] == r["parsed"]
     assert r["kept"] == r["verified"] + r["unverified"] == results["finetune"]["examples"]
@@ -122,6 +122,7 @@ def test_one_iteration_on_atari_pong_text(tmp_path: Path, tiny_text_model: Path)
     )
     results = _check_iteration(tmp_path / "run")
     reflections = results["reflections"]
+    assert reflections["proposed"] == 6 < reflections["poor_steps"]  # max_reflections: the 6 lowest outcomes
     assert reflections["unverified"] == 0 and reflections["verified"] + reflections["rejected"] > 0  # ALE clones
 
 
