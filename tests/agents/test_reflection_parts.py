@@ -188,3 +188,29 @@ def test_answer_only_loss_falls_on_a_toy_set(tmp_path: Path) -> None:
     assert np.mean(losses[-4:]) < 0.5 * np.mean(losses[:4])
     # LoRA: the base weights did not move.
     assert all(torch.equal(p, frozen[n]) for n, p in model.model.named_parameters() if n in frozen)
+
+
+def test_full_fine_tune_trains_every_language_weight_and_resumes_from_its_checkpoint(tmp_path: Path) -> None:
+    from llm_gym.agents.reflection.config import ReflectionConfig
+    from llm_gym.agents.reflection.model import MODEL_DIR, ReflectionModel
+    from llm_gym.lm.testing import make_tiny_model
+
+    model_dir = make_tiny_model(tmp_path / "m", layers=1, hidden=32, init_std=0.5)
+    config = ReflectionConfig(model=str(model_dir), finetune="full", dtype="float32", threads=1, progress=False)
+    model = ReflectionModel(config)
+    assert all(p.requires_grad for p in model.model.parameters())
+    before = {n: p.detach().clone() for n, p in model.model.named_parameters()}
+    examples = [model.encode(Example("Play Pong.", "ball 1", "UP"))]
+    train_answers(
+        model.model,
+        examples,
+        model.pad_id,
+        TrainSettings(epochs=2, batch_size=1, learning_rate=1e-3, weight_decay=0, max_grad_norm=1.0, seed=0),
+    )
+    assert not torch.equal(before["model.layers.0.mlp.up_proj.weight"], model.model.model.layers[0].mlp.up_proj.weight)
+    checkpoint = tmp_path / "step_1"
+    model.save(checkpoint)
+    assert (checkpoint / MODEL_DIR / "config.json").is_file()
+    resumed = ReflectionModel(config, checkpoint)
+    for (name, a), b in zip(model.model.named_parameters(), resumed.model.parameters(), strict=True):
+        assert torch.equal(a, b), name
