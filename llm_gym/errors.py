@@ -35,6 +35,10 @@ class ConfigError(LLMGymError, ValueError):
     """A configuration key or value that cannot be used."""
 
 
+class EnvInputError(ConfigError):
+    """An action or ``reset`` argument an env cannot take (wrong type, outside the valid range); the env is unchanged."""
+
+
 class MissingDependencyError(LLMGymError, ImportError):
     """An optional dependency is not installed; the message names the extra to install."""
 

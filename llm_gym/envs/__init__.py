@@ -6,7 +6,15 @@ Importing :mod:`llm_gym` runs this module, so ``gym.make("LLMBreakout-v0")`` wor
 
 from __future__ import annotations
 
-from gymnasium.envs.registration import register
+import functools
+
+from gymnasium.envs.registration import register as _gym_register
+
+# Gymnasium's passive env checker (a wrapper gym.make adds) breaks the env for good when the first reset raises:
+# it marks reset as checked without keeping that reset's result, and its first step then unpacks None. Our envs
+# refuse bad reset options with an EnvInputError and must stay usable after it, so the wrapper is left out; every
+# id still passes gymnasium's full check_env in tests/envs/test_envs.py (stricter than the passive checks).
+register = functools.partial(_gym_register, disable_env_checker=True)
 
 ATARI_GAMES = {"Breakout": "breakout", "Pong": "pong"}
 ATARI_MODES = {"text": "AtariTextEnv", "ascii": "AtariAsciiEnv", "vision": "AtariVisionEnv"}

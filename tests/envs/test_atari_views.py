@@ -148,7 +148,7 @@ def test_task_ids_select_mode_and_difficulty() -> None:
     base = trace(0)
     assert trace(0) == base, "a task id is deterministic"
     assert any(trace(t) != base for t in range(1, unwrapped.num_tasks)), "task ids change the game"
-    with pytest.raises(ValueError, match="task ids 0.."):
+    with pytest.raises(ValueError, match="task_id must be an int in 0.."):
         env.reset(seed=0, options={"task_id": unwrapped.num_tasks})
 
 

@@ -16,6 +16,7 @@ import llm_gym
 from llm_gym.agents.baselines import RandomPolicy
 from llm_gym.envs.openspiel.catalog import GAME_NAMES, GAMES, decode_task_id, task_id_of
 from llm_gym.envs.openspiel.env import OpenSpielEnv
+from llm_gym.errors import EnvInputError
 
 PRINTABLE = set(string.printable)
 
@@ -131,20 +132,21 @@ def test_task_driven_env_switches_game_and_instructions() -> None:
 
 
 def test_illegal_actions_are_penalised_counted_and_capped() -> None:
-    env = OpenSpielEnv("connect_four", seat=0, max_invalid_actions=2)
-    _, info = env.reset(seed=0)
-    illegal = (
-        next(a for a in range(env.action_space.n) if a not in info["legal_actions"])
-        if len(info["legal_actions"]) < env.action_space.n
-        else 99
-    )
-    obs, reward, terminated, truncated, info = env.step(illegal)
+    env = OpenSpielEnv("tic_tac_toe", seat=0, max_invalid_actions=1)
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(4)
+    occupied = next(a for a in range(env.action_space.n) if a not in info["legal_actions"])
+    obs, reward, terminated, truncated, info = env.step(occupied)
     assert info["invalid_action"] and info["invalid_actions"] == 1 and reward == pytest.approx(-0.1)
-    assert info["turn"] == 1 and not terminated  # a random legal move was played instead
-    env.step("not a number")
-    obs, reward, terminated, truncated, info = env.step(-5)
+    assert info["turn"] == 2 and not terminated  # a random legal move was played instead
+    # Not an action id at all (a caller's bug, not a move): refused, nothing counted, the game goes on.
+    for bad in ("not a number", -5, env.action_space.n, 1.5, None):
+        with pytest.raises(EnvInputError, match=r"an int in 0\.\.8"):
+            env.step(bad)
+    occupied = next(a for a in range(env.action_space.n) if a not in info["legal_actions"])
+    obs, reward, terminated, truncated, info = env.step(occupied)
     assert terminated and info["forfeit"] and info["score"] == 0.0 and "forfeited" in obs
-    assert info["game_return"] == -1.0
+    assert info["game_return"] == -1.0 and info["invalid_actions"] == 2
     with pytest.raises(gym.error.ResetNeeded):
         env.step(0)
 

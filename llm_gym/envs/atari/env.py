@@ -17,7 +17,8 @@ from ale_py.env import AtariEnv
 from llm_gym.envs.atari.breakout import Breakout
 from llm_gym.envs.atari.game import AtariGame
 from llm_gym.envs.atari.pong import Pong
-from llm_gym.errors import UnknownNameError
+from llm_gym.envs.inputs import action_id, int_option, reset_options
+from llm_gym.errors import ConfigError, UnknownNameError
 
 GAMES: dict[str, type[AtariGame]] = {"breakout": Breakout, "pong": Pong}
 
@@ -67,6 +68,7 @@ class AtariLLMEnv(gym.Env):
             raise UnknownNameError("Atari game", game, GAMES)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
+        _check_emulator_settings(frameskip, repeat_action_probability, max_num_frames_per_episode)
         self.game = GAMES[game](rows, cols)
         self.render_mode = render_mode
         self.reward_shaping = float(reward_shaping)
@@ -83,6 +85,7 @@ class AtariLLMEnv(gym.Env):
         ale_names = self._ale_env.get_action_meanings()
         self.ale_action_names: tuple[str, ...] = tuple(ale_names)
         self.action_space = gym.spaces.Discrete(len(ale_names))
+        self._num_actions = len(ale_names)
         self.action_names: tuple[str, ...] = tuple(self.game.action_labels.get(n, n) for n in ale_names)
         self.action_aliases: dict[str, int] = {n: i for i, n in enumerate(ale_names) if n not in self.action_names}
         self.legal_actions: tuple[int, ...] = tuple(range(len(ale_names)))
@@ -99,13 +102,10 @@ class AtariLLMEnv(gym.Env):
     # -- the gymnasium API -------------------------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        options = reset_options(self, seed, options)
+        task_id = int_option(self, options, "task_id", 0, len(self._tasks) - 1, " (game mode x difficulty)")
         super().reset(seed=seed)
-        task_id = (options or {}).get("task_id", self.task_id)
-        if not 0 <= int(task_id) < len(self._tasks):
-            raise ValueError(
-                f"{self.game.title} has task ids 0..{len(self._tasks) - 1} (game mode x difficulty), got {task_id}"
-            )
-        self.task_id = int(task_id)
+        self.task_id = self.task_id if task_id is None else task_id
         ram, ale_info = self._ale_env.reset(seed=seed)
         if self.task_id:
             mode, difficulty = self._tasks[self.task_id]
@@ -118,7 +118,7 @@ class AtariLLMEnv(gym.Env):
         return self._observe(self._state), self._info(self._state, 0.0, 0.0, ale_info)
 
     def step(self, action: int) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        ram, raw, terminated, truncated, ale_info = self._ale_env.step(int(action))
+        ram, raw, terminated, truncated, ale_info = self._ale_env.step(action_id(self, action, self._num_actions))
         self._state = self.game.read(ram, self._state)
         reward = raw
         if self.reward_shaping:
@@ -185,3 +185,16 @@ class AtariLLMEnv(gym.Env):
             "task_id": self.task_id,
             "game_state": state,
         }
+
+
+def _check_emulator_settings(frameskip: Any, repeat_action_probability: Any, max_frames: Any) -> None:
+    """ALE takes out-of-range settings silently (a sticky-action probability of 2 acts as 1): refuse them here."""
+    bounds = frameskip if isinstance(frameskip, tuple) and len(frameskip) == 2 else (frameskip,)
+    if any(type(f) is not int or f < 1 for f in bounds):  # ALE also takes (low, high): a random skip per step
+        raise ConfigError(f"frameskip must be an int >= 1 (emulator frames per step), got {frameskip!r}")
+    if isinstance(repeat_action_probability, bool) or not isinstance(repeat_action_probability, (int, float)):
+        raise ConfigError(f"repeat_action_probability must be a number in 0..1, got {repeat_action_probability!r}")
+    if not 0.0 <= float(repeat_action_probability) <= 1.0:
+        raise ConfigError(f"repeat_action_probability must be in 0..1, got {repeat_action_probability!r}")
+    if max_frames is not None and (type(max_frames) is not int or max_frames < 1):
+        raise ConfigError(f"max_num_frames_per_episode must be None or an int >= 1, got {max_frames!r}")

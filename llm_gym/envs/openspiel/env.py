@@ -20,6 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 from llm_gym.actions import InvalidActionPolicy
+from llm_gym.envs.inputs import action_id, int_option, reset_options
 from llm_gym.envs.openspiel import text
 from llm_gym.envs.openspiel.affinetes import affinetes_opponents, affinetes_seat
 from llm_gym.envs.openspiel.catalog import GAMES, PROFILES, TASK_STRIDE, GameSpec, Task, decode_task_id, game_spec
@@ -28,11 +29,12 @@ from llm_gym.envs.openspiel.moves import ActionNamer, MoveLog
 from llm_gym.envs.openspiel.opponents import MCTSConfig, Opponent, OpponentSpec, describe_opponents, make_opponent
 from llm_gym.envs.openspiel.scoring import is_success, normalised_score
 from llm_gym.envs.spaces import text_space
-from llm_gym.errors import ConfigError, UnknownNameError
+from llm_gym.errors import ConfigError, EnvInputError, UnknownNameError
 
 MAX_OBSERVATION_CHARS = 65_536
 """Upper bound of an observation's length; the legal-action list is shortened in the rare case it would exceed it."""
 _MAX_REDEALS = 100
+_ILLEGAL_IDS_HINT = " (ids in that range that are illegal now are played as invalid moves, with the penalty)"
 _CHANCE, _SIMULTANEOUS, _TERMINAL = -1, -2, -4  # pyspiel.PlayerId values, as plain ints for a fast comparison
 
 
@@ -137,7 +139,7 @@ class OpenSpielEnv(gym.Env):
         task = decode_task_id(task_id, self.profile)  # type: ignore[arg-type]
         if self.fixed_game is not None and task.game is not self.fixed_game:
             first = self.fixed_game.task_index * TASK_STRIDE
-            raise ValueError(
+            raise EnvInputError(
                 f"{self.fixed_game.env_id} plays {self.fixed_game.name} (task ids {first}..{first + TASK_STRIDE - 1}); "
                 f"task id {task_id} is {task.game.name}: use OpenSpiel-v0 for any game"
             )
@@ -173,14 +175,21 @@ class OpenSpielEnv(gym.Env):
     # -- the gymnasium API -----------------------------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-        super().reset(seed=seed)
-        options = options or {}
-        task_id = int(options.get("task_id", self.task_id))
+        options = reset_options(self, seed, options)
+        highest = None if self.profile == "affinetes" else len(GAMES) * TASK_STRIDE - 1  # affinetes ids wrap around
+        task_id = int_option(self, options, "task_id", 0, highest, " (game index * 10**8 + config)")
+        task_id = self.task_id if task_id is None else task_id
         opponent = options.get("opponent", self.default_opponent)
         mcts = options.get("mcts", self.default_mcts)
-        if task_id != self.task.task_id or opponent != self.opponent or mcts != self.mcts_option:
-            self.opponent, self.mcts_option, self.mcts = opponent, mcts, MCTSConfig.coerce(mcts)
-            self._load(self._decode(task_id))  # (an unchanged task keeps its action-name cache)
+        reload = task_id != self.task.task_id or opponent != self.opponent or mcts != self.mcts_option
+        task = self._decode(task_id) if reload else None
+        mcts_config = MCTSConfig.coerce(mcts) if reload else self.mcts
+        seat = int_option(self, options, "seat", 0, None)
+        super().reset(seed=seed)
+        self.state = None  # from here on a failure leaves "reset needed", never a half-loaded game
+        if task is not None:  # a new game, variant or opponent (an unchanged task keeps its action-name cache)
+            self.opponent, self.mcts_option, self.mcts = opponent, mcts, mcts_config
+            self._load(task)
         self.task_id = task_id
         if seed is not None or self._chance_rng is None:
             # Chance has its own stream, so whoever sits in the other seats never changes the deal or the dice; the
@@ -191,12 +200,12 @@ class OpenSpielEnv(gym.Env):
             self._fallback_rng = random.Random(base | 1)
         # Draw the seat even when it is given, so the chance outcomes do not depend on the option.
         drawn = self._chance_rng.randrange(self.num_players)
-        seat = options.get("seat", self.seat_option)
+        seat = self.seat_option if seat is None else seat
         if seat is None and seed is not None and self.profile == "affinetes":
             seat = affinetes_seat(seed, self.num_players)
-        self.seat = drawn if seat is None else int(seat)
-        if not 0 <= self.seat < self.num_players:
-            raise ValueError(f"{self.game_spec.name} has seats 0..{self.num_players - 1}, got seat {self.seat}")
+        if seat is not None and not 0 <= seat < self.num_players:
+            raise EnvInputError(f"{self.game_spec.name} has seats 0..{self.num_players - 1}, got seat {seat}")
+        self.seat = drawn if seat is None else seat
         others = [p for p in range(self.num_players) if p != self.seat]
         self._opponents: dict[int, Opponent] = {
             p: make_opponent(
@@ -222,10 +231,7 @@ class OpenSpielEnv(gym.Env):
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self.state is None or self._done:
             raise gym.error.ResetNeeded("the game is over (or never started): call reset() first")
-        try:
-            chosen = int(action)
-        except (TypeError, ValueError):
-            chosen = -1
+        chosen = action_id(self, action, self._num_actions, _ILLEGAL_IDS_HINT)
         penalty = 0.0
         invalid = chosen not in self._legal
         if invalid:

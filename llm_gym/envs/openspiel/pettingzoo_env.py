@@ -27,6 +27,7 @@ import numpy as np
 from pettingzoo import AECEnv
 
 from llm_gym.actions import InvalidActionPolicy
+from llm_gym.envs.inputs import action_id, int_option, reset_options
 from llm_gym.envs.openspiel import text
 from llm_gym.envs.openspiel.catalog import TASK_STRIDE, decode_task_id, game_spec
 from llm_gym.envs.openspiel.core import is_perfect_information, is_zero_sum, load_game, sample_chance
@@ -34,6 +35,7 @@ from llm_gym.envs.openspiel.env import MAX_OBSERVATION_CHARS
 from llm_gym.envs.openspiel.moves import ActionNamer, MoveLog
 from llm_gym.envs.openspiel.scoring import is_success, normalised_score
 from llm_gym.envs.spaces import text_space
+from llm_gym.errors import EnvInputError
 
 
 class OpenSpielAECEnv(AECEnv):
@@ -92,7 +94,7 @@ class OpenSpielAECEnv(AECEnv):
     def _configure(self, task_id: int) -> None:
         task = decode_task_id(task_id)
         if task.game is not self.game_spec:
-            raise ValueError(f"this env plays {self.game_spec.name}; task id {task_id} is {task.game.name}")
+            raise EnvInputError(f"this env plays {self.game_spec.name}; task id {task_id} is {task.game.name}")
         self.task = task
         self.params = {**task.params, **self.overrides}
         self.game = load_game(self.game_spec.name, self.params)
@@ -114,11 +116,12 @@ class OpenSpielAECEnv(AECEnv):
     # -- the AEC API -------------------------------------------------------------------------------------------
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        options = reset_options(self, seed, options)
+        task_id = int_option(self, options, "task_id", 0, None)
         if seed is not None:
             self.np_random, _ = gym.utils.seeding.np_random(seed)
-        options = options or {}
-        if "task_id" in options:
-            self._configure(int(options["task_id"]))
+        if task_id is not None:
+            self._configure(task_id)
         self._rng = random.Random(int(self.np_random.integers(2**62)))
         self.agents = [f"player_{p}" for p in range(self.num_players)]
         self.rewards = dict.fromkeys(self.agents, 0.0)
@@ -144,10 +147,7 @@ class OpenSpielAECEnv(AECEnv):
         self._cumulative_rewards[agent] = 0.0
         legal = self._legal(player)
         penalty = 0.0
-        try:
-            chosen = int(action)
-        except (TypeError, ValueError):
-            chosen = -1
+        chosen = action_id(self, action, self.num_actions)
         if chosen not in legal:
             self._invalid[player] += 1
             penalty = self.invalid_action.penalty

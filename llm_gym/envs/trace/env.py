@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 import gymnasium as gym
 
+from llm_gym.envs.inputs import env_name, int_option, reset_options
 from llm_gym.envs.spaces import TEXT_CHARSET, text_space
 from llm_gym.envs.trace.generator import LEVELS
 from llm_gym.envs.trace.sandbox import ForkServerSandbox, SandboxLimits, shared_sandbox
@@ -25,7 +26,7 @@ from llm_gym.envs.trace.tasks import (
     generated_task,
     load_dataset,
 )
-from llm_gym.errors import ConfigError
+from llm_gym.errors import ConfigError, EnvInputError
 
 INSTRUCTIONS = """\
 You are given a Python 3 program. Predict exactly what it prints to standard output when run (with the given \
@@ -126,17 +127,16 @@ class TraceEnv(gym.Env[str, str]):
     # -- the gymnasium API -------------------------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-        super().reset(seed=seed)
-        options = options or {}
+        options = reset_options(self, seed, options)
         size = len(self.dataset) if self.dataset is not None else 2**31 - 1
-        task_id = int(options["task_id"]) if "task_id" in options else int(self.np_random.integers(size))
-        if not 0 <= task_id < size:
-            raise ConfigError(f"Trace task_id must be in 0..{size - 1}, got {task_id}")
-        level = options.get("level", self.level)
-        if self.dataset is None:
-            level = 1 + task_id % len(LEVELS) if level is None else int(level)
-            if level not in LEVELS:
-                raise ConfigError(f"Trace level must be one of {LEVELS}, got {level!r}")
+        given_task_id = int_option(self, options, "task_id", 0, size - 1)
+        level = int_option(self, options, "level", LEVELS[0], LEVELS[-1])
+        super().reset(seed=seed)
+        self.task, self._done, self._last = None, True, {}  # a failure below leaves "reset needed", nothing stale
+        task_id = int(self.np_random.integers(size)) if given_task_id is None else given_task_id
+        level = self.level if level is None else level
+        if self.dataset is None and level is None:
+            level = 1 + task_id % len(LEVELS)
         skipped: list[tuple[int, str]] = []
         task = self._task(task_id, level)
         while not task.valid and self.on_invalid == "skip":
@@ -152,6 +152,8 @@ class TraceEnv(gym.Env[str, str]):
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self.task is None or self._done:
             raise RuntimeError("Trace episodes are one step long: call reset() before step()")
+        if not isinstance(action, str):
+            raise EnvInputError(f"{env_name(self)} takes the predicted output as a str; got {type(action).__name__}")
         self._done = True
         result = score(action, self.task.expected)
         reward = result.reward(self.scoring) if self.task.valid else 0.0
