@@ -37,6 +37,7 @@ _LABEL = re.compile(r"(?:^|\n)\s*(?:final\s+)?(?:action|answer|move)\s*[:=]\s*(.
 _INT = re.compile(r"(?<![\w.])-?\d+(?![\w.])")
 _SPACES = re.compile(r"\s+")
 _TRIM = " \t\r\n.,;:!?\"'`*()[]{}<>"
+_MAX_ID_DIGITS = 18
 
 ParseMethod = Literal["name", "id", "label", "mention", "number", "prefix", "substring", "none"]
 
@@ -107,8 +108,9 @@ def parse_action(
         return ParsedAction(mention, "mention")
     legal_set = set(legal)
     for number in _INT.findall(answer):
-        if int(number) in legal_set:
-            return ParsedAction(int(number), "number")
+        value = _small_int(number)
+        if value is not None and value in legal_set:
+            return ParsedAction(value, "number")
     stem = answer.strip(_TRIM)
     if stem:
         by_prefix = {a for n, a in names.items() if n.startswith(stem)}
@@ -125,9 +127,22 @@ def _match_whole(answer: str, names: dict[str, int], legal: list[int]) -> Parsed
         if candidate in names:
             return ParsedAction(names[candidate], "name")
     stripped = answer.strip(_TRIM)
-    if _INT.fullmatch(stripped) and int(stripped) in legal:
-        return ParsedAction(int(stripped), "id")
+    value = _small_int(stripped) if _INT.fullmatch(stripped) else None
+    if value is not None and value in legal:
+        return ParsedAction(value, "id")
     return None
+
+
+def _small_int(digits: str) -> int | None:
+    """The integer ``digits`` spells (``-?\\d+``), or None when it is too long to be an action id.
+
+    Python refuses ``int()`` of more than 4,300 digits (and a long run costs quadratic time before that); no action
+    id has more than a few, so longer numbers are not ids.
+    """
+    significant = digits.lstrip("-").lstrip("0") or "0"
+    if len(significant) > _MAX_ID_DIGITS:
+        return None
+    return -int(significant) if digits.startswith("-") else int(significant)
 
 
 def _earliest_mention(answer: str, names: dict[str, int]) -> int | None:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import time
+
 import gymnasium as gym
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import llm_gym  # noqa: F401
-from llm_gym.actions import InvalidActionPolicy, TextActions, clean_answer, parse_action
+from llm_gym.actions import InvalidActionPolicy, ParsedAction, TextActions, clean_answer, parse_action
 
 ATARI = ["NOOP", "FIRE", "RIGHT", "LEFT", "RIGHTFIRE", "LEFTFIRE"]
 
@@ -78,6 +80,43 @@ def test_parser_never_raises(text: object, names: list[str]) -> None:
     legal = list(range(len(names)))
     parsed = parse_action(text, names, legal)
     assert parsed.action is None or parsed.action in legal
+
+
+# Numbers of any length, alone or among words: Python's int() refuses more than 4,300 digits.
+_DIGIT_RUNS = st.builds(
+    lambda before, digit, length, middle, after: before + digit * length + middle + after,
+    st.sampled_from(["", "-", "action: ", "I pick ", "0", "1."]),
+    st.sampled_from("0123456789"),
+    st.integers(min_value=1, max_value=20_000),
+    st.sampled_from(["", "7", " 2", "\n3", " or FIRE"]),
+    st.text(max_size=8),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=_DIGIT_RUNS, legal=st.lists(st.integers(min_value=0, max_value=20), min_size=1, max_size=6, unique=True))
+def test_parser_never_raises_on_long_digit_runs(text: str, legal: list[int]) -> None:
+    names = [f"action{a}" for a in legal]
+    parsed = parse_action(text, names, legal)
+    assert parsed.action is None or parsed.action in legal
+
+
+def test_long_numbers_are_not_ids_and_later_ids_are_still_read() -> None:
+    names = ["NOOP", "FIRE", "RIGHT", "LEFT"]
+    assert parse_action("1" * 4301, names).action is None
+    assert parse_action("-" + "9" * 50_000, names).action is None
+    assert parse_action("0" * 5000 + "2", names) == ParsedAction(2, "id")  # leading zeros do not make it long
+    assert parse_action("9" * 10_000 + " then 3", names) == ParsedAction(3, "number")
+    started = time.perf_counter()
+    parse_action(("1" * 100_000 + " ") * 10, names)
+    assert time.perf_counter() - started < 2.0, "a megabyte of digits is read in linear time"
+
+
+def test_text_actions_step_takes_a_huge_number() -> None:
+    env = TextActions(gym.make("LLMBreakout-text-v0"))
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step("1" * 4301)
+    assert info["invalid_action"] and info["parsed_action"] == 0 and reward == pytest.approx(-0.1)
 
 
 @settings(max_examples=200, deadline=None)
