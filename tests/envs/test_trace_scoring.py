@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
+import re
+import time
 
-from llm_gym.envs.trace.scoring import extract_answer, lcs_length, normalise, score
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llm_gym.envs.trace.scoring import MAX_COMPARED_LINES, extract_answer, lcs_length, normalise, score
 
 EXPECTED = "__DBG_1__ x=1\n  indented\n\nlast line\n"
 
@@ -78,3 +83,75 @@ def test_lcs_length() -> None:
 def test_long_diffs_are_cut() -> None:
     result = score("\n".join(f"y{i}" for i in range(100)), "\n".join(f"x{i}" for i in range(100)))
     assert result.diff.count("\n") <= 21 and "more diff lines" in result.diff
+
+
+# -- huge answers: every step of scoring is linear, and what is compared is capped -------------------------------
+
+
+def _old_extract(text: str) -> str:
+    """The regex-only extraction scoring used before (quadratic on many unclosed <think> tags): the reference."""
+    think = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
+    think_open = re.compile(r"<think>.*", re.IGNORECASE | re.DOTALL)
+    think_close = re.compile(r"^.*</think>", re.IGNORECASE | re.DOTALL)
+    text = think_open.sub("", think_close.sub("", think.sub("", text)))
+    fences = text.count("```")
+    if fences == 0:
+        return text
+    if fences % 2:
+        tail = text[text.rfind("```") + 3 :]
+        return tail.split("\n", 1)[1] if "\n" in tail else tail
+    blocks = re.findall(r"```[^\n`]*\n(.*?)(?:\n[ \t]*```|```)", text, re.DOTALL)
+    blocks = blocks or re.findall(r"```(.*?)```", text, re.DOTALL)
+    return blocks[-1] if blocks else text
+
+
+def _dp_lcs(a: list[str], b: list[str]) -> int:
+    previous = [0] * (len(b) + 1)
+    for x in a:
+        current = [0]
+        for j, y in enumerate(b):
+            current.append(previous[j] + 1 if x == y else max(previous[j + 1], current[j]))
+        previous = current
+    return previous[-1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["<think>", "</think>", "<THINK>", "</Think>", "a", "b\n", "```", " "]), max_size=14))
+def test_reasoning_is_dropped_as_before(tokens: list[str]) -> None:
+    text = "".join(tokens)
+    assert extract_answer(text) == _old_extract(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from("abc"), max_size=40), st.lists(st.sampled_from("abcd"), max_size=40))
+def test_bit_parallel_lcs_equals_the_textbook_one(a: list[str], b: list[str]) -> None:
+    assert lcs_length(a, b) == _dp_lcs(a, b)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "a\n" * 5_000_000,  # 10 MB of short lines (took 51 s to score before)
+        " " * 10_000_000 + "x",  # trailing-space regex: quadratic before
+        "<think>" * 1_000_000,  # unclosed think tags: quadratic before
+        "x = 1\n" * 200_000 + "```\n" * 1001,
+    ],
+    ids=["short-lines", "spaces", "think-tags", "fences"],
+)
+def test_a_huge_answer_scores_in_bounded_time(answer: str) -> None:
+    started = time.perf_counter()
+    result = score(answer, EXPECTED)
+    assert time.perf_counter() - started < 5.0  # about 0.3 s here on a shared 2-core machine; a minute before
+    assert not result.exact and result.partial < 0.01
+
+
+def test_caps_only_ever_lower_partial_credit_and_say_so() -> None:
+    expected = "\n".join(f"__DBG_{i}__ x={i}" for i in range(30))
+    padded = expected + "\n" + " \n" * 2_000_000  # whitespace padding normalises away, even past the cap
+    result = score(padded, expected)
+    assert result.exact and result.partial == 1.0
+    many = expected + "\n" + "noise\n" * (MAX_COMPARED_LINES + 10)
+    result = score(many, expected)
+    assert result.cut and not result.exact
+    assert result.partial == pytest.approx(30 / (30 + MAX_COMPARED_LINES + 10))  # every line is counted
+    assert not score(expected + "\nnoise", expected).cut

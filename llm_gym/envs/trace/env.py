@@ -165,6 +165,7 @@ class TraceEnv(gym.Env[str, str]):
             "exact": result.exact and self.task.valid,
             "partial": result.partial if self.task.valid else 0.0,
             "affinetes": result.affinetes and self.task.valid,
+            "scoring_cut": result.cut,
         }
         self._last = info
         return self._observation, float(reward), True, False, info
