@@ -64,7 +64,8 @@ def test_output_does_not_depend_on_the_run(box: ForkServerSandbox) -> None:
 
 def test_isolation_layers_are_reported(box: ForkServerSandbox) -> None:
     box.run("pass")
-    assert set(box.isolation) == {"network", "filesystem", "uid", "signals", "processes"}
+    assert set(box.isolation) == {"network", "filesystem", "reads", "uid", "interpreter", "signals", "processes"}
+    assert not box.isolation["interpreter"].startswith("unreadable"), box.isolation
 
 
 HOSTILE = {
@@ -170,3 +171,94 @@ def test_fresh_interpreter_isolates_the_same_way(box: ForkServerSandbox) -> None
     code = "print(input()[::-1], {'b', 'a', 'c'})"
     assert fresh.run(code, "abc\n").stdout == box.run(code, "abc\n").stdout == "cba {'c', 'a', 'b'}\n"
     fresh.close()
+
+
+# -- reading secrets -------------------------------------------------------------------------------------------------
+
+SECRET = "the-secret-0f-this-machine"
+
+
+@pytest.fixture(scope="module")
+def secrets() -> dict[str, Path]:
+    """A root-only 0600 file outside the home directory (as root only) and a world-readable file under $HOME."""
+    made: dict[str, Path] = {}
+    home = Path(os.path.expanduser("~")) / f".llm-gym-sandbox-test-{os.getpid()}"
+    home.write_text(SECRET)
+    home.chmod(0o644)  # readable by any user: only the sandbox's read allow-list keeps it out
+    made["home file"] = home
+    if os.geteuid() == 0:
+        fd, name = tempfile.mkstemp(prefix="llm-gym-root-only-")
+        os.write(fd, SECRET.encode())
+        os.close(fd)
+        os.chmod(name, 0o600)
+        made["root-only 0600 file"] = Path(name)
+    yield made
+    for path in made.values():
+        path.unlink(missing_ok=True)
+
+
+def _read_program(path: Path) -> str:
+    return f"print(open({str(path)!r}).read())"
+
+
+@pytest.mark.parametrize("kind", ["fork_server", "fresh_interpreter"])
+def test_programs_cannot_read_secrets(box: ForkServerSandbox, secrets: dict[str, Path], kind: str) -> None:
+    runner = box if kind == "fork_server" else FreshInterpreterSandbox()
+    if os.geteuid() != 0:
+        assert "root-only 0600 file" not in secrets  # (it can only be made as root)
+    for name, path in secrets.items():
+        for code in (_read_program(path), f"import os\nprint(os.listdir({str(path.parent)!r}))"):
+            result = runner.run(code, limits=FAST)
+            assert result.status == "blocked", (name, result)
+            assert SECRET not in result.stdout + result.stderr and path.name not in result.stdout
+        # the audit guard reports the attempt even when the program swallows the error
+        result = runner.run(f"try:\n    {_read_program(path)}\nexcept OSError:\n    print('denied')", limits=FAST)
+        assert result.status == "blocked" and result.stdout == "denied\n", (name, result)
+
+
+def test_kernel_denies_reading_secrets_without_the_audit_hook(box: ForkServerSandbox, secrets: dict) -> None:
+    box.run("pass")
+    for name, path in secrets.items():
+        protected = box.isolation["reads"].startswith("landlock") or (
+            name == "root-only 0600 file" and box.isolation["uid"] == "dedicated-no-capabilities"
+        )
+        if not protected:
+            continue  # no kernel layer covers it here (no Landlock, not root): the audit guard alone does
+        result = box.run(_read_program(path), limits=KERNEL_ONLY)
+        assert result.status == "error" and SECRET not in result.stdout + result.stderr, (name, result)
+        # /root is hidden behind an empty tmpfs in the sandbox's mount namespace: "no such file" there
+        assert "PermissionError" in result.detail or "FileNotFoundError" in result.detail, result.detail
+    if not box.isolation["reads"].startswith("landlock"):
+        pytest.skip(f"no Landlock here: reads are refused by the uid and the audit hook only ({box.isolation})")
+    result = box.run("print(open('/etc/passwd').read())", limits=KERNEL_ONLY)
+    assert result.status == "error" and "PermissionError" in result.detail and "root:" not in result.stdout
+
+
+def test_sandbox_uid_has_no_capabilities(box: ForkServerSandbox) -> None:
+    box.run("pass")
+    if box.isolation["uid"] != "dedicated-no-capabilities":
+        pytest.skip("not root: programs run as this user, who has no capabilities to drop")
+    # capget through ctypes (allowed without the audit hook): effective and permitted sets of both words
+    code = (
+        "import ctypes\nlibc = ctypes.CDLL(None)\nheader = (ctypes.c_uint32 * 2)(0x20080522, 0)\n"
+        "data = (ctypes.c_uint32 * 6)()\nassert libc.capget(header, data) == 0\nprint(list(data), __import__('os').getuid())"
+    )
+    result = box.run(code, limits=KERNEL_ONLY)
+    assert result.status == "ok", result
+    caps, uid = result.stdout.rsplit("] ", 1)
+    assert caps == "[0, 0, 0, 0, 0, 0" and int(uid) >= UID_BASE
+
+
+def test_the_standard_library_still_imports_and_nothing_else_does(box: ForkServerSandbox) -> None:
+    # Modules the server does not preload: read from disk by the sandbox uid (shared libraries included).
+    code = (
+        "import zlib, hashlib, datetime, fractions, sqlite3, xml.dom.minidom, email.utils, zoneinfo\n"
+        "print(zlib.crc32(b'x'), hashlib.sha256(b'x').hexdigest()[:8], fractions.Fraction(2, 6))\n"
+        "print('caf\u00e9'.encode('latin-1'), datetime.date(2024, 2, 29).isoformat())"
+    )
+    result = box.run(code, limits=FAST)
+    assert result.status == "ok", result
+    assert result.stdout == "2363233923 2d711642 1/3\nb'caf\\xe9' 2024-02-29\n"
+    # site-packages is not readable there: a third-party import fails cleanly as "not found"
+    result = box.run("try:\n    import numpy\nexcept ImportError as e:\n    print(type(e).__name__)", limits=FAST)
+    assert result.status == "ok" and result.stdout == "ModuleNotFoundError\n", result

@@ -45,7 +45,8 @@ _PROCESS_EVENTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn",
 
 class Guard:
     """The Python-level second layer: an audit hook (irremovable once added) that denies network, subprocesses,
-    signals to other processes, native code loading (ctypes) and writes outside the working directory.
+    signals to other processes, native code loading (ctypes), writes outside the working directory, and reads
+    (opening, listing) outside the working directory and the read allow-list (:func:`confine.read_allow_list`).
 
     Built ahead (in the fork server, before forking) and armed in the child, so a child pays only for arming.
     """
@@ -54,19 +55,34 @@ class Guard:
         self.root = ""
         self.violations: list[str] = []
         self._me = os.getpid
+        self.readable = _confine.read_allow_list()
+        """``(directories, files)`` a program may read besides its working directory (Landlock gets the same)."""
 
     def arm(self, workdir: str) -> None:
         self.root = os.path.realpath(workdir)
         sys.addaudithook(self)
 
+    @staticmethod
+    def _resolve(path: object) -> str | None:
+        try:
+            return os.path.realpath(os.fsdecode(path))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return None
+
     def inside(self, path: object) -> bool:
         if isinstance(path, int):  # an already open fd: its opening was checked
             return True
-        try:
-            resolved = os.path.realpath(os.fsdecode(path))  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            return False
-        return resolved == self.root or resolved.startswith(self.root + os.sep)
+        resolved = self._resolve(path)
+        return resolved is not None and (resolved == self.root or resolved.startswith(self.root + os.sep))
+
+    def may_read(self, path: object) -> bool:
+        if path is None or isinstance(path, int) or self.inside(path):
+            return True
+        resolved = self._resolve(path)
+        directories, files = self.readable
+        return resolved is not None and (
+            resolved in files or any(resolved == d or resolved.startswith(d + os.sep) for d in directories)
+        )
 
     def deny(self, what: str) -> None:
         self.violations.append(what)
@@ -78,6 +94,11 @@ class Guard:
             writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (flags or 0) & _WRITE_FLAGS
             if writing and path is not None and not self.inside(path):
                 self.deny(f"writing {path!r} outside the working directory")
+            if not writing and not self.may_read(path):
+                self.deny(f"reading {path!r} (outside the working directory and the standard library)")
+        elif event in ("os.listdir", "os.scandir"):
+            if args and not self.may_read(args[0]):
+                self.deny(f"listing {args[0]!r} (outside the working directory and the standard library)")
         elif event in _PATH_EVENTS:
             for i in _PATH_EVENTS[event]:
                 if i < len(args) and args[i] is not None and not self.inside(args[i]):
@@ -139,7 +160,9 @@ def execute(code: CodeType, workdir: str, guard: Guard | None) -> int:
     except BaseException as exc:
         status = _classify(exc)
         try:
-            traceback.print_exc()
+            # From the program's frames on: ours is not the program's business, and reading its source for the
+            # traceback would be a read outside the allow-list.
+            traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__ else None)
         except MemoryError:
             return EXIT_MEMORY
     try:
@@ -176,7 +199,7 @@ def serve_spare(control_fd: int, workdir: str, guard: Guard, *, new_network: boo
     ``limits`` and ``audit_guard``. It arrives whole, then the server closes its end.
     """
     try:
-        _confine.enter(workdir, new_network=new_network)
+        _confine.enter(workdir, new_network=new_network, readable=guard.readable)
     except BaseException as exc:
         _setup_failed(exc)
     chunks = []
@@ -226,6 +249,10 @@ def main() -> None:
     # Programs must not import our sibling modules by accident.
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    interpreter = _confine.expose_standard_library()  # as root still: a mount namespace of this process's own
+    _confine.standard_library_path()
+    if interpreter.startswith("unreadable"):
+        os.write(2, f"[sandbox] the standard library is {interpreter}\n".encode())
     sys.modules.pop("confine", None)
     guard = prepare()
     code = compile_program(request["code"])

@@ -165,6 +165,8 @@ def main() -> None:
         os.dup2(devnull, fd)
     guard = child.prepare()  # std streams on fds 0/1/2 (devnull here; a child's pipes after its dup2)
     network = confine.enter_network_namespace()
+    interpreter = confine.expose_standard_library()  # before the zygote forks: its children share the namespace
+    confine.standard_library_path()
     subreaper = confine.become_subreaper()
     for name in PRELOAD:
         __import__(name)
@@ -176,7 +178,12 @@ def main() -> None:
     root = tempfile.mkdtemp(prefix="llm-gym-trace-")
     os.chmod(root, 0o711)  # sandbox uids may enter their own directory, not list the others
     server = Server(root, guard, in_namespace=network == "namespace", subreaper=subreaper)
-    hello = {"ready": True, "isolation": confine.probe(network), "pid": os.getpid(), "zygote": server.zygote.pid}
+    hello = {
+        "ready": True,
+        "isolation": confine.probe(network, interpreter),
+        "pid": os.getpid(),
+        "zygote": server.zygote.pid,
+    }
     _send(proto_out, hello)
     try:
         while True:
