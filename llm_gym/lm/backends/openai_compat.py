@@ -79,14 +79,22 @@ class OpenAIBackend:
         )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                return json.loads(response.read())
+                answer = json.loads(response.read())
         except urllib.error.HTTPError as exc:
-            detail = exc.read().decode(errors="replace")[:200]
-            raise ServerError(f"{self.base_url}{path} answered {exc.code}: {detail}") from exc
+            detail = " ".join(exc.read().decode(errors="replace").split())[:200]
+            raise ServerError(
+                f"{self.base_url}{path} answered {exc.code}: {detail}; check --set base_url=... and --model"
+            ) from exc
         except (urllib.error.URLError, TimeoutError, OSError) as exc:
             raise ServerError(
                 f"cannot reach {self.base_url} ({exc}); start the server or pass --set base_url=..."
             ) from exc
+        except ValueError as exc:  # a body that is not JSON (a proxy's error page, another kind of server)
+            raise _not_openai(self.base_url, path, "an answer that is not JSON") from exc
+        choices = answer.get("choices") if isinstance(answer, dict) else None
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise _not_openai(self.base_url, path, f"JSON without choices ({str(answer)[:80]!r})")
+        return answer
 
     def _map(self, function: Any, items: Sequence[Any]) -> list[Any]:
         with ThreadPoolExecutor(self.concurrency) as pool:
@@ -111,7 +119,7 @@ class OpenAIBackend:
             choice = self._post("/chat/completions", body)["choices"][0]
             content = (choice.get("logprobs") or {}).get("content") or []
             logprob = float(sum(t["logprob"] for t in content)) if content else math.nan
-            text = choice["message"].get("content") or ""
+            text = (choice.get("message") or {}).get("content") or ""
             return Completion(text, logprob, len(content), choice.get("finish_reason") == "stop")
 
         return self._map(one, list(enumerate(requests)))
@@ -159,3 +167,10 @@ class OpenAIBackend:
 
     def close(self) -> None:
         self._builders.clear()
+
+
+def _not_openai(base_url: str, path: str, what: str) -> ServerError:
+    return ServerError(
+        f"{base_url}{path} sent {what}, not an OpenAI-compatible response; check --set base_url=... "
+        "(it should end in /v1) and that the server there serves the OpenAI API"
+    )

