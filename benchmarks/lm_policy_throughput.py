@@ -8,7 +8,12 @@ decisions and a matmul probe run in interleaved rounds and every ratio is the me
 from other processes on a shared machine hits all of them alike. Rates are given per wall second and per CPU
 second of this process.
 
+Axes: ``--device`` (cpu, or cuda when visible: the default picks cuda there) and ``--backend vllm``, which adds the
+same score batches and a batched generate of 10 tokens through the vllm backend and the hf backend in every round
+(:mod:`lm_backend_axis`; vLLM's CPU time includes its worker processes).
+
     python benchmarks/lm_policy_throughput.py [--model smollm2-135m] [--dtype auto] [--rounds 3] [--threads 0]
+        [--device auto] [--backend hf|vllm]
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from llm_gym.agents.baselines import ScriptedPolicy
 from llm_gym.lm.backends import ScoreRequest
 from llm_gym.lm.backends.hf import HFBackend
 from llm_gym.lm.packing import pack
+from llm_gym.lm.runtime import default_device
 
 ENV = "LLMBreakout-text-v0"
 SIZES = (1, 8, 32)
@@ -59,11 +65,13 @@ def timed(function) -> tuple[float, float, object]:
     return time.perf_counter() - wall, time.process_time() - cpu, result
 
 
-def matmul_probe(dtype: torch.dtype, size: int = 2048, repeats: int = 4) -> tuple[float, float]:
+def matmul_probe(dtype: torch.dtype, device: str = "cpu", size: int = 2048, repeats: int = 4) -> tuple[float, float]:
     """(wall, cpu) seconds for ``repeats`` square matmuls; the FLOP bound is 2 n^3 repeats / seconds."""
-    a, b = torch.randn(size, size, dtype=dtype), torch.randn(size, size, dtype=dtype)
+    a, b = (torch.randn(size, size, dtype=dtype, device=device) for _ in range(2))
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     a @ b
-    wall, cpu, _ = timed(lambda: [a @ b for _ in range(repeats)])
+    sync()
+    wall, cpu, _ = timed(lambda: ([a @ b for _ in range(repeats)], sync()))
     return wall, cpu
 
 
@@ -91,14 +99,26 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: one per available core)")
     parser.add_argument("--naive-decisions", type=int, default=2, help="naive decisions per round")
+    parser.add_argument("--device", default="auto", help="auto (cuda when visible, else cpu), cpu, cuda")
+    parser.add_argument("--backend", default="hf", choices=["hf", "vllm"], help="vllm: add the backend axis")
     args = parser.parse_args()
-    backend = HFBackend(args.model, dtype=args.dtype, threads=args.threads, batch_size=max(SIZES))
+    device = default_device() if args.device == "auto" else args.device
+    backend = HFBackend(args.model, dtype=args.dtype, device=device, threads=args.threads, batch_size=max(SIZES))
     model, tokenizer = backend.model, backend.tokenizer
     states, infos, instructions = observations(max(SIZES) + args.naive_decisions * args.rounds)
     requests = [ScoreRequest(instructions, s, tuple(i["action_names"])) for s, i in zip(states, infos, strict=True)]
     builder, _ = backend.prompt_builder(instructions)
     backend.score(requests[:8])  # warm-up (oneDNN kernels, prefix cache)
     flops = {n: score_flops(backend, requests[:n]) for n in SIZES}
+    engine = None
+    if args.backend == "vllm":
+        from lm_backend_axis import measure_round
+
+        from llm_gym.lm.backends import make_backend
+
+        engine = make_backend("vllm", args.model, dtype=str(model.dtype).removeprefix("torch."))
+        engine.score(requests[:8])  # warm-up (the system prompt's blocks into the prefix cache)
+        axis_rounds: list[dict] = []
 
     rounds: list[dict[str, float]] = []
     naive_parse_failures = 0
@@ -109,7 +129,7 @@ def main() -> None:
         start = max(SIZES) + r * args.naive_decisions
         walls, cpus = [], []
         for state, info in zip(states[start : start + args.naive_decisions], infos[start:], strict=False):
-            ids = torch.tensor([builder.encode([state])[0].ids])
+            ids = torch.tensor([builder.encode([state])[0].ids], device=model.device)
 
             def naive(ids=ids) -> str:
                 with torch.inference_mode():
@@ -122,8 +142,10 @@ def main() -> None:
             cpus.append(cpu)
             naive_parse_failures += parse_action(text, info["action_names"], info["legal_actions"]).action is None
         row["naive_wall"], row["naive_cpu"] = sum(walls) / len(walls), sum(cpus) / len(cpus)
-        row["matmul_wall"], row["matmul_cpu"] = matmul_probe(model.dtype)
+        row["matmul_wall"], row["matmul_cpu"] = matmul_probe(model.dtype, device)
         rounds.append(row)
+        if engine is not None:
+            axis_rounds.append(measure_round(backend, engine, requests[: max(SIZES)], SIZES, seed=r))
 
     def median(values: list[float]) -> float:
         return float(statistics.median(values))
@@ -168,6 +190,13 @@ def main() -> None:
                 "cpu": median([flops[n] / r[f"score_{n}_cpu"] / (bound_flops / r["matmul_cpu"]) for r in rounds]),
             },
         }
+    report["device"] = device
+    if engine is not None:
+        from lm_backend_axis import summarize
+
+        report["backend_axis"] = {"reference": "hf backend, same requests, same rounds"}
+        report["backend_axis"].update(summarize(axis_rounds, SIZES, median))
+        engine.close()
     best = max(SIZES, key=lambda n: report["score"][f"N={n}"]["ratio_to_naive"]["cpu"])
     report["best"] = {"N": best, **report["score"][f"N={best}"], "goal_ratio": 10.0}
     print(json.dumps(report, indent=2))

@@ -46,7 +46,8 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model_dir]
     command += ["--served-model-name", "smollm2", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32"]
     command += ["--max-model-len", "4096", "--block-size", "32", "--kv-cache-memory-bytes", str(1 << 30)]
-    command += ["--gpu-memory-utilization", "0.25"]
+    # Eager mode: this test checks answers, not speed, and skips minutes of compiling a second engine.
+    command += ["--gpu-memory-utilization", "0.25", "--enforce-eager"]
     with open(log, "wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     base_url = f"http://127.0.0.1:{port}/v1"
