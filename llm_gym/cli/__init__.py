@@ -6,10 +6,10 @@ import sys
 
 import typer
 
-from llm_gym.cli import agents, envs, play, plugins, train
+from llm_gym.cli import agents, bench, envs, play, plugins, train
 from llm_gym.cli.common import err_console
 
-BUILTIN_COMMANDS = (envs, agents, plugins, train, play)
+BUILTIN_COMMANDS = (envs, agents, plugins, train, play, bench)
 
 
 def build_app() -> typer.Typer:

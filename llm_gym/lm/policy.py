@@ -15,6 +15,7 @@ from typing import Any, Literal
 import numpy as np
 
 from llm_gym.actions import parse_action
+from llm_gym.decisions import DecisionDetails
 from llm_gym.envs.history import TURNS_KEY
 from llm_gym.envs.protocol import EnvConfig, EnvTraits, legal_choices
 from llm_gym.errors import UnsupportedEnvError
@@ -67,31 +68,39 @@ class LMPolicy:
         """The model's answer behind each action of the latest ``act`` (score mode: the chosen action's name)."""
 
     def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[Any]:
+        return self.act_with_details(observations, infos)[0]
+
+    def act_with_details(
+        self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[Any], list[DecisionDetails]]:
+        """The actions and, per decision, the legal actions' probabilities (score) or the answer (generate)."""
         self.decisions += len(observations)
         if self.mode == "score":
             return self._act_score(observations, infos)
         return self._act_generate(observations, infos)
 
-    def _act_score(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
+    def _act_score(
+        self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[int], list[DecisionDetails]]:
         legal = [legal_choices(info, self.env_id) for info in infos]
         requests = [
             ScoreRequest(self.traits.instructions, obs, tuple(names), self.turns(info))
             for obs, info, (_, names) in zip(observations, infos, legal, strict=True)
         ]
-        actions, answers = [], []
+        actions, answers, details = [], [], []
         for loglik, (ids, names) in zip(self.backend.score(requests), legal, strict=True):
             logp = loglik - np.logaddexp.reduce(loglik)
-            index = (
-                int(np.argmax(logp))
-                if self.greedy
-                else int(self.rng.choice(len(ids), p=np.exp(logp) / np.exp(logp).sum()))
-            )
+            probs = np.exp(logp) / np.exp(logp).sum()
+            index = int(np.argmax(logp)) if self.greedy else int(self.rng.choice(len(ids), p=probs))
             actions.append(ids[index])
             answers.append(names[index])
+            details.append(DecisionDetails(probs=[float(p) for p in probs]))
         self.last_answers = answers
-        return actions
+        return actions, details
 
-    def _act_generate(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[Any]:
+    def _act_generate(
+        self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[Any], list[DecisionDetails]]:
         requests = [
             GenerateRequest(self.traits.instructions, obs, self.turns(info))
             for obs, info in zip(observations, infos, strict=True)
@@ -103,8 +112,9 @@ class LMPolicy:
             seed=int(self.rng.integers(2**31)),
         )
         self.last_answers = [c.text for c in completions]
+        details = [DecisionDetails(answer=c.text, tokens=int(c.num_tokens)) for c in completions]
         if self.traits.text_actions:
-            return [c.text for c in completions]
+            return [c.text for c in completions], details
         actions = []
         for completion, info in zip(completions, infos, strict=True):
             ids, names = legal_choices(info, self.env_id)
@@ -114,7 +124,7 @@ class LMPolicy:
                 actions.append(self.fallback(ids))
             else:
                 actions.append(parsed.action)
-        return actions
+        return actions, details
 
     def turns(self, info: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
         """The episode's last ``history`` turns from the env's info (none when history is off)."""

@@ -1,0 +1,114 @@
+"""What a suite entry is at run time: its agent and config, the hashes that identify it in the store, its policy.
+
+The config hash covers the agent name, the resolved config and the checkpoint's content hash, so a changed setting
+or a retrained checkpoint is a new set of episodes, never mixed with the old ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from llm_gym.agent import EnvConfig, Policy, policy_env_kwargs
+from llm_gym.bench.suite import SuiteEntry, SuiteEnv
+from llm_gym.errors import CheckpointError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def canonical_json(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def short_hash(data: Any) -> str:
+    return hashlib.sha256(canonical_json(data).encode()).hexdigest()[:16]
+
+
+def env_hash(env: SuiteEnv) -> str:
+    """Identity of an env's episodes: id, arguments and step cap (labels and games are names, not identity)."""
+    return short_hash({"id": env.env_id, "args": dict(env.args), "max_steps": env.max_steps})
+
+
+def directory_hash(path: Path) -> str:
+    """SHA-256 over every file of a checkpoint (relative names and contents), in a stable order."""
+    digest = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for file in files:
+        digest.update(str(file.relative_to(path) if path.is_dir() else file.name).encode() + b"\0")
+        with file.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class ResolvedEntry:
+    """A suite entry with its agent class, resolved config and identity."""
+
+    entry: SuiteEntry
+    agent_name: str
+    config: Any
+    checkpoint: Path | None
+    checkpoint_hash: str | None
+
+    @cached_property
+    def entry_hash(self) -> str:
+        return short_hash(
+            {
+                "agent": self.agent_name,
+                "config": dataclasses.asdict(self.config),
+                "checkpoint": self.checkpoint_hash,
+            }
+        )
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    def policy(self, env: SuiteEnv) -> tuple[Policy, EnvConfig]:
+        """A fresh policy for ``env`` and the env config to play it on (the policy's own env kwargs under the
+        suite's)."""
+        from llm_gym.agent import load_policy
+        from llm_gym.plugins import get_agent
+
+        base = EnvConfig(env.env_id, dict(env.args))
+        if self.checkpoint is not None:
+            policy, _ = load_policy(self.checkpoint, base)
+        else:
+            policy = get_agent(self.agent_name)(self.config).policy(base)
+        return policy, EnvConfig(env.env_id, {**policy_env_kwargs(policy), **env.args})
+
+
+def resolve_entry(entry: SuiteEntry) -> ResolvedEntry:
+    """Check an entry (unknown agents and bad settings raise one-line errors) and hash its identity."""
+    from llm_gym.config import apply_overrides, from_dict
+    from llm_gym.plugins import get_agent
+    from llm_gym.runs import Run, find_run_dir
+
+    if entry.checkpoint is None:
+        assert entry.agent is not None
+        agent_cls = get_agent(entry.agent)
+        config = apply_overrides(agent_cls.Config(), _as_settings(entry.settings), source=f"entry {entry.name!r}")
+        return ResolvedEntry(entry, entry.agent, config, None, None)
+    path = Path(entry.checkpoint)
+    if not path.is_absolute() and not path.exists():
+        path = REPO_ROOT / path
+    if not path.exists():
+        raise CheckpointError(f"entry {entry.name!r}: checkpoint {entry.checkpoint} does not exist")
+    run = Run.open(find_run_dir(path))
+    saved = run.read_config()
+    agent_cls = get_agent(saved["agent"])
+    config = from_dict(agent_cls.Config, saved["config"], source=str(run.path / "config.json"))
+    if path.resolve() == run.path.resolve():
+        path = run.latest_checkpoint() or path
+    return ResolvedEntry(entry, saved["agent"], config, path, directory_hash(path))
+
+
+def _as_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(settings)

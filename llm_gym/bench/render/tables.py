@@ -1,0 +1,223 @@
+"""The leaderboard's tables as plain data (title, header, rows of text), shared by the markdown and HTML renderers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llm_gym.bench.references import ATARI_REFERENCES, atari_game
+from llm_gym.bench.suite import HELDOUT, TRAIN
+from llm_gym.bench.summary import Leaderboard
+
+
+@dataclass
+class Table:
+    """One table: ``family`` groups it into a section."""
+
+    title: str
+    header: list[str]
+    rows: list[list[str]]
+    family: str
+    note: str = ""
+    links: dict[tuple[int, int], str] = field(default_factory=dict)
+    """(row, column) -> relative link for that cell."""
+
+
+def aggregate_table(board: Leaderboard) -> Table:
+    rows = []
+    for rank, agg in enumerate(board.aggregates, 1):
+        splits = agg.mean_normalised_by_split
+        gap = f"{splits[TRAIN] - splits[HELDOUT]:+.3f}" if TRAIN in splits and HELDOUT in splits else "–"
+        gain = board.zero_shot_gain.get(agg.entry)
+        rows.append(
+            [
+                str(rank),
+                agg.entry,
+                board.agents[agg.entry],
+                agg.iqm.format(3),
+                str(agg.games),
+                str(agg.iqm.n),
+                gap,
+                "–" if gain is None else f"{gain:+.3f}",
+            ]
+        )
+    return Table(
+        "Aggregate (held-out split)",
+        [
+            "rank",
+            "entry",
+            "agent",
+            "IQM normalised score [95% CI]",
+            "games",
+            "episodes",
+            "train − held-out",
+            "gain vs zero-shot",
+        ],
+        rows,
+        "aggregate",
+        "IQM over every held-out episode of the games an entry played (normalised: Atari human-normalised, OpenSpiel "
+        "score, Trace partial credit); 95% CI by stratified bootstrap over games (rliable's estimator, implemented "
+        "with NumPy/SciPy). Ranked by the CI's lower bound. Entries that played different games are not directly "
+        "comparable: see the games column and the per-family tables.",
+    )
+
+
+def atari_tables(board: Leaderboard) -> list[Table]:
+    tables = []
+    for env in [e for e in board.envs if e.family == "atari"]:
+        game = atari_game(env.env_id)
+        ref = ATARI_REFERENCES.get(game or "")
+        rows = []
+        for entry, cell in board.ranked(env.label):
+            rows.append(
+                [
+                    entry,
+                    cell.raw_returns.format(1),
+                    cell.normalised.format(3),
+                    cell.returns.format(2),
+                    f"{cell.mean_length:.0f}",
+                    f"{sum(r.truncated for r in cell.rows)}/{len(cell.rows)}",
+                    f"{cell.invalid_per_episode:.1f}",
+                    f"{cell.seconds_per_episode:.1f}",
+                ]
+            )
+        note = f"{env.env_id} {_args(env.args)}"
+        if ref:
+            note += f"; human-normalised with random {ref.random:g}, human {ref.human:g} ({ref.source})"
+        tables.append(
+            Table(
+                env.label,
+                [
+                    "entry",
+                    "game return [95% CI]",
+                    "human-normalised",
+                    "env return",
+                    "length",
+                    "cut",
+                    "invalid/ep",
+                    "s/ep",
+                ],
+                rows,
+                "atari",
+                note,
+            )
+        )
+    return tables
+
+
+def openspiel_tables(board: Leaderboard) -> list[Table]:
+    """One table per game: W/D/L and Wilson win rate against each opponent rung."""
+    games: dict[str, list] = {}
+    for env in board.envs:
+        if env.family == "openspiel":
+            games.setdefault(env.game, []).append(env)
+    tables = []
+    for game, envs in games.items():
+        header = ["entry"] + [f"vs {e.rung} W/D/L" for e in envs] + [f"vs {e.rung} win rate" for e in envs]
+        rows = []
+        entries = [e for e in board.entries if any((e, env.label, HELDOUT) in board.cells for env in envs)]
+        for entry in entries:
+            cells = [board.cells.get((entry, env.label, HELDOUT)) for env in envs]
+            wdl = [f"{c.wins}/{c.draws}/{c.losses}" if c else "–" for c in cells]
+            rates = [c.win_rate.format(1, percent=True) if c else "–" for c in cells]
+            rows.append([entry, *wdl, *rates])
+        rows.sort(key=lambda r: _first_low(board, r[0], envs), reverse=True)
+        tables.append(
+            Table(
+                game,
+                header,
+                rows,
+                "openspiel",
+                "Wins/draws/losses of the learner's seat against each ladder rung; win rate with a Wilson 95% interval. "
+                "Ranked by the lower bound against the first rung. "
+                + "; ".join(f"{e.rung}: {e.env_id} {_args(e.args)}" for e in envs),
+            )
+        )
+    return tables
+
+
+def _first_low(board: Leaderboard, entry: str, envs: list) -> float:
+    for env in envs:
+        cell = board.cells.get((entry, env.label, HELDOUT))
+        if cell:
+            return cell.win_rate.low if cell.win_rate.low == cell.win_rate.low else cell.win_rate.value
+    return float("-inf")
+
+
+def trace_tables(board: Leaderboard) -> list[Table]:
+    tables = []
+    for env in [e for e in board.envs if e.family == "trace"]:
+        rows = []
+        for entry, cell in board.ranked(env.label, key="exact"):
+            for level, (exact, partial) in cell.by_level.items():
+                rows.append([entry, str(level), exact.format(1, percent=True), partial.format(3), str(exact.n)])
+            rows.append([entry, "all", cell.exact.format(1, percent=True), cell.scores.format(3), str(cell.exact.n)])
+        tables.append(
+            Table(
+                env.label,
+                ["entry", "level", "exact match [Wilson 95%]", "partial credit [95% CI]", "episodes"],
+                rows,
+                "trace",
+                f"{env.env_id} {_args(env.args)}",
+            )
+        )
+    return tables
+
+
+def training_table(board: Leaderboard) -> Table | None:
+    rows = []
+    for entry in board.entries:
+        training = board.entry_info.get(entry, {}).get("training")
+        if not training:
+            continue
+        wall = training.get("wall_seconds")
+        rows.append(
+            [
+                entry,
+                str(training.get("agent")),
+                str(training.get("env_id")),
+                str(training.get("env_steps")),
+                "–" if wall is None else f"{wall / 60:.1f} min",
+                str(training.get("device")),
+                str(training.get("seed")),
+                str(training.get("run")),
+            ]
+        )
+    if not rows:
+        return None
+    return Table(
+        "Training runs",
+        ["entry", "agent", "trained on", "env steps", "wall time", "device", "seed", "run"],
+        rows,
+        "training",
+        "Checkpoint entries: how they were trained (from the run's summary and TensorBoard scalars, copied into the "
+        "store when benchmarked). The train − held-out gap and the gain over the same model zero-shot are in the "
+        "aggregate table.",
+    )
+
+
+def trajectory_table(board: Leaderboard) -> Table | None:
+    if not board.trajectories:
+        return None
+    rows, links = [], {}
+    for i, (episode_id, entry, label, seed) in enumerate(board.trajectories):
+        rows.append([entry, label, str(seed), f"episode {episode_id}"])
+        links[(i, 3)] = f"trajectories/{episode_id}.html"
+    return Table(
+        "Recorded trajectories",
+        ["entry", "env", "seed", "viewer"],
+        rows,
+        "trajectories",
+        "Step through an episode: observation, legal actions with the policy's probabilities (exact in score mode), "
+        "the chosen action, reward and value estimate where the policy has one.",
+        links,
+    )
+
+
+def all_tables(board: Leaderboard) -> list[Table]:
+    tables = [aggregate_table(board), *atari_tables(board), *openspiel_tables(board), *trace_tables(board)]
+    tables += [t for t in (training_table(board), trajectory_table(board)) if t is not None]
+    return tables
+
+
+def _args(args: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in sorted(args.items())) if args else "(default args)"

@@ -1,0 +1,96 @@
+"""The trajectory viewer: one self-contained HTML page per recorded episode (data inline, a few lines of script).
+
+It steps through the episode: the observation, every legal action with the policy's probability (exact in score
+mode; uniform for ``random``), the chosen action, the reward, the running return and the value estimate where the
+policy has one. Keys: left/right arrows.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+from llm_gym.bench.store import EpisodeRow
+
+_SCRIPT = """
+const data = JSON.parse(document.getElementById('trajectory').textContent);
+const steps = data.steps;
+const slider = document.getElementById('step');
+slider.max = Math.max(0, steps.length - 1);
+function esc(s) { const d = document.createElement('div'); d.textContent = String(s); return d.innerHTML; }
+function show(i) {
+  const s = steps[i];
+  let total = 0; for (let k = 0; k <= i; k++) total += steps[k].reward;
+  document.getElementById('where').textContent = `step ${i + 1} of ${steps.length}`;
+  document.getElementById('obs').textContent = s.observation;
+  const facts = [`action: ${typeof s.action === 'number' && s.legal_ids.indexOf(s.action) >= 0
+      ? s.legal[s.legal_ids.indexOf(s.action)] + ' (id ' + s.action + ')' : s.action}`,
+    `reward: ${s.reward}`, `return so far: ${total.toFixed(3)}`];
+  if (s.value !== undefined) facts.push(`value estimate: ${Number(s.value).toFixed(3)}`);
+  if (s.score !== undefined) facts.push(`score: ${s.score}`);
+  document.getElementById('facts').innerHTML = facts.map(f => `<li>${esc(f)}</li>`).join('');
+  let rows = '';
+  s.legal.forEach((name, k) => {
+    const p = s.probs ? s.probs[k] : null;
+    const chosen = s.legal_ids[k] === s.action;
+    const bar = p === null ? '' : `<span class="bar" style="width:${(p * 200).toFixed(1)}px"></span>`;
+    rows += `<tr class="${chosen ? 'chosen' : ''}"><td>${esc(name)}</td>` +
+      `<td>${p === null ? '–' : p.toFixed(4)}</td><td>${bar}</td></tr>`;
+  });
+  document.getElementById('legal').innerHTML = rows || '<tr><td colspan="3">(free-text action)</td></tr>';
+  const extra = [];
+  if (s.answer !== undefined) extra.push('model answer:\\n' + s.answer);
+  if (s.expected !== undefined) extra.push('expected:\\n' + s.expected);
+  if (s.diff) extra.push('diff:\\n' + s.diff);
+  document.getElementById('extra').textContent = extra.join('\\n\\n');
+  slider.value = i;
+}
+slider.addEventListener('input', () => show(Number(slider.value)));
+document.getElementById('prev').addEventListener('click', () => show(Math.max(0, Number(slider.value) - 1)));
+document.getElementById('next').addEventListener('click', () => show(Math.min(steps.length - 1, Number(slider.value) + 1)));
+document.addEventListener('keydown', e => {
+  if (e.key === 'ArrowLeft') document.getElementById('prev').click();
+  if (e.key === 'ArrowRight') document.getElementById('next').click();
+});
+if (steps.length) show(0);
+"""
+
+_STYLE = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em auto; max-width: 1100px; padding: 0 1em; }
+pre { background: #f6f8fa; padding: .8em; overflow-x: auto; max-height: 32em; }
+.cols { display: flex; gap: 2em; flex-wrap: wrap; } .cols > div { flex: 1; min-width: 20em; }
+table { border-collapse: collapse; } td { border-bottom: 1px solid #eee; padding: 2px 8px; }
+tr.chosen td { background: #e3efff; font-weight: 600; }
+.bar { display: inline-block; height: 10px; background: #1f5fa8; }
+"""
+
+
+def render_viewer(row: EpisodeRow, trajectory: dict[str, Any], out: Path) -> Path:
+    """Write the viewer page of one stored episode."""
+    title = f"{row.entry} on {row.env_label}, seed {row.seed}"
+    data = json.dumps({"steps": trajectory.get("steps", [])}).replace("</", "<\\/")
+    summary = (
+        f"return {row.episode_return:g}, length {row.length}{' (cut)' if row.truncated else ''}, "
+        f"task id {row.task_id}, env {row.env_id}, agent {row.agent}"
+    )
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title><style>{_STYLE}</style></head>
+<body>
+<p><a href="../index.html">leaderboard</a></p>
+<h1>{html.escape(title)}</h1>
+<p>{html.escape(summary)}</p>
+<p><button id="prev">&larr; prev</button> <input id="step" type="range" min="0" value="0" style="width:60%">
+<button id="next">next &rarr;</button> <span id="where"></span></p>
+<div class="cols">
+<div><h3>Observation</h3><pre id="obs"></pre><pre id="extra"></pre></div>
+<div><h3>Decision</h3><ul id="facts"></ul>
+<table><thead><tr><th>legal action</th><th>probability</th><th></th></tr></thead><tbody id="legal"></tbody></table></div>
+</div>
+<script type="application/json" id="trajectory">{data}</script>
+<script>{_SCRIPT}</script>
+</body></html>
+"""
+    out.write_text(page)
+    return out

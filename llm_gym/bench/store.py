@@ -1,0 +1,273 @@
+"""The episode store: one SQLite file, one row per played episode, safe under ``kill -9``.
+
+* Identity: a unique index on ``(entry, entry_hash, env_label, env_hash, seed, task_id)``. A rerun inserts with
+  ``ON CONFLICT DO NOTHING``, so an episode is stored at most once whatever was killed when.
+* Each episode is written in its own transaction (WAL journal, ``synchronous=FULL``): a kill loses at most the
+  episodes still being played, never half a row.
+* The file is marked as ours with SQLite's ``application_id`` header field. A file that is not SQLite, or a SQLite
+  database of something else, is refused with a clear error and never written to.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llm_gym.errors import LLMGymError
+
+APPLICATION_ID = 0x4C4C4D47  # "LLMG": SQLite's application_id header field, set once when we create the file
+SCHEMA_VERSION = 1
+DEFAULT_DB = Path("leaderboard") / "episodes.sqlite"
+
+_SCHEMA = """
+CREATE TABLE episodes (
+    id INTEGER PRIMARY KEY,
+    suite TEXT NOT NULL,
+    split TEXT NOT NULL,
+    entry TEXT NOT NULL,
+    entry_hash TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    checkpoint_hash TEXT,
+    env_label TEXT NOT NULL,
+    game TEXT NOT NULL,
+    env_id TEXT NOT NULL,
+    env_args TEXT NOT NULL,
+    env_hash TEXT NOT NULL,
+    task_id INTEGER,
+    seed INTEGER NOT NULL,
+    episode_return REAL NOT NULL,
+    raw_return REAL,
+    score REAL,
+    length INTEGER NOT NULL,
+    truncated INTEGER NOT NULL,
+    invalid_actions INTEGER NOT NULL,
+    decisions INTEGER,
+    tokens INTEGER,
+    wall_seconds REAL NOT NULL,
+    llm_gym_version TEXT NOT NULL,
+    final_info TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+-- The episode's identity. SQLite treats NULLs as distinct in UNIQUE, so "no task id" is keyed as -1.
+CREATE UNIQUE INDEX episode_key ON episodes (entry, entry_hash, env_label, env_hash, seed, IFNULL(task_id, -1));
+CREATE TABLE trajectories (
+    episode_id INTEGER PRIMARY KEY REFERENCES episodes(id),
+    data BLOB NOT NULL
+);
+CREATE TABLE entries (
+    entry TEXT NOT NULL,
+    entry_hash TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    config TEXT NOT NULL,
+    checkpoint TEXT,
+    training TEXT,
+    machine TEXT NOT NULL,
+    PRIMARY KEY (entry, entry_hash)
+);
+"""
+
+
+class StoreError(LLMGymError):
+    """A results file that cannot be used (not SQLite, another program's database, a newer schema)."""
+
+
+@dataclass(frozen=True)
+class EpisodeRow:
+    """One stored episode."""
+
+    suite: str
+    split: str
+    entry: str
+    entry_hash: str
+    agent: str
+    checkpoint_hash: str | None
+    env_label: str
+    game: str
+    env_id: str
+    env_args: str
+    """The env's ``gym.make`` arguments as canonical JSON."""
+    env_hash: str
+    task_id: int | None
+    seed: int
+    episode_return: float
+    raw_return: float | None
+    """The game's own reward summed, before shaping and penalties (None where the env does not report it)."""
+    score: float | None
+    """The game score: Atari points, OpenSpiel's normalised score in [0, 1], Trace partial credit."""
+    length: int
+    truncated: bool
+    invalid_actions: int
+    decisions: int | None
+    """Policy decisions (one per step for the LM agents)."""
+    tokens: int | None
+    """Generated tokens where the policy reports them."""
+    wall_seconds: float
+    llm_gym_version: str
+    final_info: Mapping[str, Any] = field(default_factory=dict)
+    id: int | None = None
+
+
+class EpisodeStore:
+    """An open results file. Use as a context manager, or call :meth:`close`."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.conn = _open(self.path)
+
+    def __enter__(self) -> EpisodeStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def add(self, row: EpisodeRow, trajectory: Any = None) -> bool:
+        """Store one episode (and its trajectory) in one transaction; False when that episode was already stored."""
+        values = asdict(row)
+        values.pop("id")
+        values["final_info"] = json.dumps(values["final_info"], sort_keys=True, default=str)
+        values["truncated"] = int(values["truncated"])
+        values["created_at"] = time.time()
+        columns = ", ".join(values)
+        marks = ", ".join(f":{k}" for k in values)
+        with self.conn:  # one transaction: the row and its trajectory land together or not at all
+            cursor = self.conn.execute(
+                f"INSERT INTO episodes ({columns}) VALUES ({marks}) ON CONFLICT DO NOTHING RETURNING id", values
+            )
+            inserted = cursor.fetchone()
+            if inserted is None:
+                return False
+            if trajectory is not None:
+                blob = zlib.compress(json.dumps(trajectory, default=str).encode(), 6)
+                self.conn.execute("INSERT INTO trajectories VALUES (?, ?)", (inserted[0], blob))
+        return True
+
+    def add_entry(
+        self,
+        entry: str,
+        entry_hash: str,
+        agent: str,
+        config: Mapping[str, Any],
+        checkpoint: str | None,
+        training: Mapping[str, Any] | None,
+        machine: Mapping[str, Any],
+    ) -> None:
+        """Record what an entry is (config, checkpoint, how it was trained, where it was benchmarked)."""
+        with self.conn:
+            self.conn.execute(
+                "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET machine=excluded.machine",
+                (
+                    entry,
+                    entry_hash,
+                    agent,
+                    json.dumps(config, sort_keys=True, default=str),
+                    checkpoint,
+                    None if training is None else json.dumps(training, default=str),
+                    json.dumps(machine, sort_keys=True),
+                ),
+            )
+
+    def entry_info(self) -> dict[tuple[str, str], dict[str, Any]]:
+        """``(entry, entry_hash) -> {agent, config, checkpoint, training, machine}``."""
+        out = {}
+        for entry, entry_hash, agent, config, checkpoint, training, machine in self.conn.execute(
+            "SELECT * FROM entries"
+        ):
+            out[(entry, entry_hash)] = {
+                "agent": agent,
+                "config": json.loads(config),
+                "checkpoint": checkpoint,
+                "training": None if training is None else json.loads(training),
+                "machine": json.loads(machine),
+            }
+        return out
+
+    def keys(self, entry: str, entry_hash: str, env_label: str, env_hash: str) -> set[tuple[int, int | None]]:
+        """``(seed, task_id)`` of the episodes already stored for one (entry, env)."""
+        rows = self.conn.execute(
+            "SELECT seed, task_id FROM episodes WHERE entry=? AND entry_hash=? AND env_label=? AND env_hash=?",
+            (entry, entry_hash, env_label, env_hash),
+        )
+        return {(int(s), None if t is None else int(t)) for s, t in rows}
+
+    def episodes(self, where: str = "", params: Iterable[Any] = ()) -> Iterator[EpisodeRow]:
+        """Stored episodes, optionally filtered by an SQL condition."""
+        sql = "SELECT * FROM episodes" + (f" WHERE {where}" if where else "") + " ORDER BY id"
+        cursor = self.conn.execute(sql, tuple(params))
+        names = [d[0] for d in cursor.description]
+        for values in cursor:
+            data = dict(zip(names, values, strict=True))
+            data.pop("created_at")
+            data["final_info"] = json.loads(data["final_info"])
+            data["truncated"] = bool(data["truncated"])
+            yield EpisodeRow(**data)
+
+    def count(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM episodes").fetchone()[0])
+
+    def trajectory(self, episode_id: int) -> Any:
+        """The recorded trajectory of an episode, or None when it was not recorded."""
+        row = self.conn.execute("SELECT data FROM trajectories WHERE episode_id=?", (episode_id,)).fetchone()
+        return None if row is None else json.loads(zlib.decompress(row[0]))
+
+    def trajectory_ids(self) -> list[int]:
+        return [int(r[0]) for r in self.conn.execute("SELECT episode_id FROM trajectories ORDER BY episode_id")]
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    """Open (or create) the store, refusing any file that is not one of ours without writing to it."""
+    fresh = not path.exists() or path.stat().st_size == 0
+    if not fresh:
+        _check_existing(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    conn.isolation_level = "DEFERRED"
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        if fresh:
+            with conn:
+                conn.executescript(
+                    f"BEGIN; {_SCHEMA} PRAGMA application_id={APPLICATION_ID}; PRAGMA user_version={SCHEMA_VERSION};"
+                    " COMMIT;"
+                )
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise StoreError(f"{path}: cannot use this results file: {exc}") from exc
+    return conn
+
+
+def _check_existing(path: Path) -> None:
+    """Read-only checks of an existing file: SQLite, our application id, a schema version we know."""
+    header = path.read_bytes()[:16] if path.is_file() else b""
+    if not path.is_file() or not header.startswith(b"SQLite format 3\x00"):
+        raise StoreError(
+            f"{path} is not a SQLite results file (left untouched); pass another --db or move the file away"
+        )
+    try:
+        probe = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            app_id = probe.execute("PRAGMA application_id").fetchone()[0]
+            version = probe.execute("PRAGMA user_version").fetchone()[0]
+            check = probe.execute("PRAGMA quick_check").fetchone()[0]
+        finally:
+            probe.close()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path} is a damaged SQLite file (left untouched): {exc}; pass another --db") from exc
+    if check != "ok":
+        raise StoreError(f"{path} is a damaged SQLite file (left untouched): {check}; pass another --db")
+    if app_id != APPLICATION_ID:
+        raise StoreError(
+            f"{path} is a SQLite database of another program (application_id {app_id:#x}), not an llm-gym results "
+            "file; it was left untouched; pass another --db"
+        )
+    if version > SCHEMA_VERSION:
+        raise StoreError(f"{path} was written by a newer llm-gym (schema {version}); upgrade llm-gym to read it")

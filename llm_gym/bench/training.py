@@ -1,0 +1,63 @@
+"""What the leaderboard shows about how a checkpoint entry was trained, read once from its run directory.
+
+It is copied into the store when the entry is benchmarked, so the leaderboard renders from the store alone even
+where the run directory is not present (runs/ is not committed).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+CURVE_TAG = "charts/episodic_return"
+MAX_CURVE_POINTS = 200
+
+
+def training_info(checkpoint: Path) -> dict[str, Any]:
+    """env steps, wall time, device and the learning curve of the run that wrote ``checkpoint``."""
+    from llm_gym.runs import Run, find_run_dir
+
+    run = Run.open(find_run_dir(checkpoint))
+    saved = run.read_config()
+    summary_path = run.path / "summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    curve, first_time, last_time = learning_curve(run.path / "tb")
+    wall = summary.get("wall_seconds")
+    if wall is None and first_time is not None and last_time is not None:
+        wall = last_time - first_time  # from the event timestamps where the agent does not report it
+    config = saved.get("config", {})
+    step_file = checkpoint / "checkpoint.json"
+    step = json.loads(step_file.read_text()).get("step") if step_file.is_file() else None
+    return {
+        "run": run.path.name,
+        "agent": saved.get("agent"),
+        "env_id": saved.get("env_id"),
+        "env_kwargs": saved.get("env_kwargs", {}),
+        "env_steps": summary.get("env_steps", step),
+        "checkpoint_step": step,
+        "wall_seconds": wall,
+        "device": str(config.get("device", "cpu")),
+        "seed": config.get("seed"),
+        "model": config.get("model"),
+        "curve": curve,
+    }
+
+
+def learning_curve(tb_dir: Path) -> tuple[list[tuple[float, float]], float | None, float | None]:
+    """``[(step, episodic return)]`` from the run's TensorBoard events (at most MAX_CURVE_POINTS), and the first and
+    last event times."""
+    if not tb_dir.is_dir():
+        return [], None, None
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    accumulator = EventAccumulator(str(tb_dir), size_guidance={"scalars": 0})
+    accumulator.Reload()
+    tags = accumulator.Tags().get("scalars", [])
+    if not tags:
+        return [], None, None
+    times = [e.wall_time for tag in tags for e in accumulator.Scalars(tag)]
+    events = accumulator.Scalars(CURVE_TAG) if CURVE_TAG in tags else []
+    stride = max(1, len(events) // MAX_CURVE_POINTS)
+    curve = [(float(e.step), float(e.value)) for e in events[::stride]]
+    return curve, min(times), max(times)

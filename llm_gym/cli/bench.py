@@ -1,0 +1,103 @@
+"""``llm-gym bench``: run a benchmark suite into the episode store and, with ``--leaderboard``, render it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from llm_gym.cli.common import JsonOption, cli_errors, console, err_console, print_json
+
+
+@cli_errors
+def bench(
+    suite: Annotated[str, typer.Option("--suite", help="Suite name in benchmarks/suites (or a .toml path).")],
+    entries: Annotated[
+        list[str] | None, typer.Option("--entry", help="Run only this entry of the suite (repeatable).")
+    ] = None,
+    envs: Annotated[list[str] | None, typer.Option("--env", help="Run only this env label (repeatable).")] = None,
+    db: Annotated[
+        Path | None, typer.Option("--db", help="SQLite episode store (default: OUT/episodes.sqlite).")
+    ] = None,
+    leaderboard: Annotated[
+        bool, typer.Option("--leaderboard", help="Render OUT/leaderboard.md and OUT/index.html from the store.")
+    ] = False,
+    out: Annotated[Path, typer.Option("--out", help="Leaderboard directory.")] = Path("leaderboard"),
+    record: Annotated[
+        bool,
+        typer.Option("--record-trajectories", help="Store each episode's steps for the trajectory viewer."),
+    ] = False,
+    ray: Annotated[bool, typer.Option("--ray", help="Play episodes on a local Ray instance started here.")] = False,
+    ray_address: Annotated[
+        str | None, typer.Option("--ray-address", help="Play episodes on an existing Ray cluster (implies --ray).")
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option("--workers", help="Ray workers (default: one per CPU Ray sees).")
+    ] = None,
+    render_only: Annotated[
+        bool, typer.Option("--render-only", help="Play nothing; render the leaderboard from the store.")
+    ] = False,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    as_json: JsonOption = False,
+) -> None:
+    """Play every (entry, env, seed) episode of a suite that the store does not hold yet; resumable at any point."""
+    from llm_gym.bench.runner import run_suite
+    from llm_gym.bench.store import EpisodeStore
+    from llm_gym.bench.suite import load_suite
+
+    chosen = load_suite(suite).select(entries or (), envs or ())
+    if (ray or ray_address) and not render_only:
+        from llm_gym.bench.ray_runner import ray_module
+
+        ray_module()  # the one-line install hint before anything runs
+    store_path = db or out / "episodes.sqlite"
+    with EpisodeStore(store_path) as store:
+        report = None
+        if not render_only:
+            report = run_suite(
+                chosen,
+                store,
+                record=record,
+                ray=ray,
+                ray_address=ray_address,
+                workers=workers,
+                progress=progress and not as_json,
+            )
+        index = None
+        if leaderboard or render_only:
+            from llm_gym.bench.render import render_leaderboard
+
+            index = render_leaderboard(store, chosen.name, out)
+        stored = store.count()
+    result = {
+        "suite": chosen.name,
+        "db": str(store_path),
+        "stored_episodes": stored,
+        "leaderboard": str(index) if index else None,
+    }
+    if report is not None:
+        result |= {
+            "planned": report.planned,
+            "already_stored": report.already_stored,
+            "played": report.played,
+            "seconds": round(report.seconds, 2),
+            "episodes_per_second": round(report.episodes_per_second, 3),
+            "skipped": report.skipped,
+        }
+    if as_json:
+        print_json(result)
+        return
+    for name, reason in (report.skipped if report else {}).items():
+        err_console.print(f"warning: entry {name!r} skipped: {reason}", markup=False)
+    if report is not None:
+        console.print(
+            f"suite {chosen.name}: {report.played} episodes played, {report.already_stored} already stored "
+            f"({report.planned} in the suite) in {report.seconds:.1f} s; store {store_path}"
+        )
+    if index is not None:
+        err_console.print(f"leaderboard: {index.parent / 'leaderboard.md'} and {index}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("bench")(bench)
