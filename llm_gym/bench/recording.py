@@ -23,7 +23,9 @@ from llm_gym.agent import EnvConfig
 from llm_gym.decisions import DecisionDetails, act_with_details
 
 MAX_OBSERVATION_CHARS = 4000
-"""Observations longer than this are cut in stored trajectories (the viewer shows text, not programs of pages)."""
+"""Observations longer than this are cut in stored trajectories."""
+MAX_RECORDED_STEPS = 200
+"""A trajectory keeps the first this many steps of an episode (a 1000-step Atari episode would be ~400 kB of text)."""
 
 
 def observation_text(observation: Any) -> str:
@@ -97,7 +99,9 @@ class EpisodeTally(gym.Wrapper):
         self._raw += float(info.get("raw_reward", reward))
         info = {**info, "bench_raw_return": self._raw, "bench_wall_seconds": time.perf_counter() - self._start}
         if self.board is not None and before is not None:
-            self._steps.append(_step_record(before[0], before[1], action, reward, info, self.board.take(*before)))
+            details = self.board.take(*before)  # taken every step, so the board never holds stale entries
+            if len(self._steps) < MAX_RECORDED_STEPS:
+                self._steps.append(_step_record(before[0], before[1], action, reward, info, details))
             # Filed on every step: run_episodes may cut the episode (max_steps) after any of them.
             self.finished[self._seed] = self._steps
         self._last = (observation, info)

@@ -71,9 +71,11 @@ def render_viewer(row: EpisodeRow, trajectory: dict[str, Any], out: Path) -> Pat
     """Write the viewer page of one stored episode."""
     title = f"{row.entry} on {row.env_label}, seed {row.seed}"
     data = json.dumps({"steps": trajectory.get("steps", [])}).replace("</", "<\\/")
+    recorded = len(trajectory.get("steps", []))
     summary = (
         f"return {row.episode_return:g}, length {row.length}{' (cut)' if row.truncated else ''}, "
         f"task id {row.task_id}, env {row.env_id}, agent {row.agent}"
+        + (f"; the first {recorded} of {row.length} steps were recorded" if recorded < row.length else "")
     )
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title><style>{_STYLE}</style></head>
