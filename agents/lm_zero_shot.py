@@ -7,6 +7,7 @@ beside the learners' in TensorBoard.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -56,6 +57,15 @@ class LMConfig(AgentConfig):
         return {}
 
 
+@functools.lru_cache(maxsize=2)
+def shared_backend(name: str, model: str, options: tuple[tuple[str, Any], ...]) -> Any:
+    """One backend per (backend, model, options) in a process: policies for many envs share the loaded model (the
+    backend keeps one prompt builder and prefix cache per system prompt), so a bench worker loads an LM once."""
+    from llm_gym.lm.backends import make_backend
+
+    return make_backend(name, model, **dict(options))
+
+
 class LMAgent(BaselineAgent):
     name = "lm"
     description = "Zero-shot language model (score or generate mode, any backend); does not learn."
@@ -63,11 +73,10 @@ class LMAgent(BaselineAgent):
     learns = False
 
     def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
-        from llm_gym.lm.backends import make_backend
         from llm_gym.lm.policy import LMPolicy
 
         config: LMConfig = self.config  # type: ignore[assignment]
-        backend = make_backend(config.backend, config.model, **config.backend_options())
+        backend = shared_backend(config.backend, config.model, tuple(sorted(config.backend_options().items())))
         return LMPolicy(
             backend,
             env,

@@ -75,14 +75,16 @@ class RecordingPolicy:
 
 
 class EpisodeTally(gym.Wrapper):
-    """Adds ``bench_raw_return`` (the game's own rewards summed), ``bench_wall_seconds`` and, with a board,
-    ``bench_trajectory`` to the info of each step; run_episodes keeps the plain values in ``final_info``, and the
-    trajectory is read from the wrapper by its finishing seed."""
+    """Adds ``bench_raw_return`` (the game's own rewards summed), ``bench_wall_seconds`` and, where the policy reports
+    tokens, ``bench_tokens`` to every step's info (run_episodes keeps these plain values in ``final_info``). With
+    ``record``, the steps also go into ``finished[seed]`` for the trajectory viewer."""
 
-    def __init__(self, env: gym.Env, board: DetailsBoard | None, finished: dict[int, list[dict[str, Any]]]) -> None:
+    def __init__(
+        self, env: gym.Env, board: DetailsBoard | None, finished: dict[int, list[dict[str, Any]]], record: bool
+    ) -> None:
         super().__init__(env)
-        self.board, self.finished = board, finished
-        self._raw, self._start, self._seed = 0.0, 0.0, -1
+        self.board, self.finished, self.record = board, finished, record
+        self._raw, self._start, self._seed, self._tokens = 0.0, 0.0, -1, None
         self._steps: list[dict[str, Any]] = []
         self._last: tuple[Any, Mapping[str, Any]] | None = None
 
@@ -90,7 +92,7 @@ class EpisodeTally(gym.Wrapper):
         observation, info = self.env.reset(**kwargs)
         seed = kwargs.get("seed")
         self._raw, self._start, self._seed = 0.0, time.perf_counter(), -1 if seed is None else int(seed)
-        self._steps, self._last = [], (observation, info)
+        self._steps, self._last, self._tokens = [], (observation, info), None
         return observation, info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
@@ -100,10 +102,13 @@ class EpisodeTally(gym.Wrapper):
         info = {**info, "bench_raw_return": self._raw, "bench_wall_seconds": time.perf_counter() - self._start}
         if self.board is not None and before is not None:
             details = self.board.take(*before)  # taken every step, so the board never holds stale entries
-            if len(self._steps) < MAX_RECORDED_STEPS:
+            if "tokens" in details:
+                self._tokens = (self._tokens or 0) + int(details["tokens"])
+                info["bench_tokens"] = self._tokens
+            if self.record and len(self._steps) < MAX_RECORDED_STEPS:
                 self._steps.append(_step_record(before[0], before[1], action, reward, info, details))
-            # Filed on every step: run_episodes may cut the episode (max_steps) after any of them.
-            self.finished[self._seed] = self._steps
+                # Filed on every step: run_episodes may cut the episode (max_steps) after any of them.
+                self.finished[self._seed] = self._steps
         self._last = (observation, info)
         return observation, reward, terminated, truncated, info
 
@@ -133,7 +138,10 @@ class BenchEnvConfig(EnvConfig):
     """An :class:`EnvConfig` whose envs carry the bench's tally (and trajectory recorder)."""
 
     board: DetailsBoard | None = None
+    """Where the policy's per-decision details wait for their step (None: the policy reports none)."""
     finished: dict[int, list[dict[str, Any]]] | None = None
+    """Recorded trajectories by episode seed (None: not recording)."""
 
     def make(self, **overrides: Any) -> gym.Env:
-        return EpisodeTally(super().make(**overrides), self.board, self.finished if self.finished is not None else {})
+        record = self.finished is not None
+        return EpisodeTally(super().make(**overrides), self.board, self.finished if record else {}, record)

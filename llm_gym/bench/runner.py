@@ -138,13 +138,14 @@ class UnitPlayer:
         if key not in self._policies:
             self._policies[key] = entry.policy(env)
         policy, env_config = self._policies[key]
-        board = DetailsBoard() if record else None
-        finished: dict[int, list[dict[str, Any]]] = {}
+        # Details are collected whenever the policy reports them (tokens per episode); steps only when recording.
+        board = DetailsBoard() if (record or hasattr(policy, "act_with_details")) else None
+        finished: dict[int, list[dict[str, Any]]] | None = {} if record else None
         bench_env = BenchEnvConfig(env_config.env_id, env_config.kwargs, board=board, finished=finished)
         tasks = [t for t in unit.task_ids if t is not None]
 
         def on_episode(result: EpisodeResult) -> None:
-            trajectory = finished.pop(result.seed, None) if record else None
+            trajectory = finished.pop(result.seed, None) if finished is not None else None
             sink(episode_row(suite, entry, env, unit, result), trajectory)
 
         run_episodes(
@@ -167,6 +168,7 @@ def episode_row(suite: str, entry: ResolvedEntry, env: SuiteEnv, unit: WorkUnit,
     info = dict(result.final_info)
     raw_return = info.pop("bench_raw_return", None)
     wall = float(info.pop("bench_wall_seconds", 0.0))
+    tokens = info.pop("bench_tokens", None)
     # What "score" means per family: Atari game points, OpenSpiel's normalised score, Trace's partial credit.
     score = info.get("partial") if env_family(env.env_id) == "trace" else info.get("score")
     k = unit.seeds.index(result.seed)
@@ -191,7 +193,7 @@ def episode_row(suite: str, entry: ResolvedEntry, env: SuiteEnv, unit: WorkUnit,
         truncated=bool(result.truncated),
         invalid_actions=int(result.invalid_actions),
         decisions=int(result.length),
-        tokens=None,
+        tokens=None if tokens is None else int(tokens),
         wall_seconds=wall,
         llm_gym_version=__version__,
         final_info=info,
