@@ -56,7 +56,7 @@ class ReflectionConfig(AgentConfig):
     reflection_answer: Literal["json", "scored"] = "json"
     """json: the model answers with a JSON object naming the corrected action (unparsable answers are counted and
     skipped); scored: the model writes its analysis, and the corrected action is the other legal action it then
-    rates most likely (always legal; what small models need, as they rarely write valid JSON)."""
+    rates most likely (always legal: for models that cannot be relied on to write valid JSON)."""
     reflection_tokens: int = 128
     """Answer length budget of a reflection (the JSON object)."""
     reflection_temperature: float = 0.0

@@ -11,7 +11,8 @@ prose or a code fence) and, when the JSON itself is broken, an ``"action": "X"``
 action (through the shared parser, so ``"up"`` finds ``UP``). Anything else is unparsable: counted by the agent and
 skipped, never an error.
 
-Small models (SmolLM2-135M, and every tiny test model) rarely write valid JSON, so there is a second answer mode,
+Tiny random test models never write valid JSON, and very small models cannot be relied on to, so there is a
+second answer mode,
 ``scored``: the model writes only its analysis (:data:`ANALYSIS_TASK`), and the corrected action is then the legal
 action other than the one taken that it finds most likely as the answer to the same prompt followed by that
 analysis (:func:`scored_choice_observation`), computed exactly in score mode. Such a reflection always names a
