@@ -12,10 +12,9 @@ action (through the shared parser, so ``"up"`` finds ``UP``). Anything else is u
 skipped, never an error.
 
 Tiny random test models never write valid JSON, and very small models cannot be relied on to, so there is a
-second answer mode,
-``scored``: the model writes only its analysis (:data:`ANALYSIS_TASK`), and the corrected action is then the legal
-action other than the one taken that it finds most likely as the answer to the same prompt followed by that
-analysis (:func:`scored_choice_observation`), computed exactly in score mode. Such a reflection always names a
+second answer mode, ``scored``: the model writes only its analysis (:data:`ANALYSIS_TASK`), and the corrected
+action is then the legal action other than the one taken that it finds most likely as the answer to the same prompt
+followed by that analysis (:func:`scored_choice_observation`), computed exactly in score mode. Such a reflection always names a
 legal action (a forced move, with no other legal action, counts as unparsable).
 """
 
