@@ -194,6 +194,7 @@ def train(
             )
         kept = [(c, r) for (c, r), v in zip(corrections, verdicts, strict=True) if v is None or v.kept]
         counts["verified"] = sum(1 for v in verdicts if v is not None and v.kept)
+        counts["improved"] = sum(1 for v in verdicts if v is not None and v.proposed_outcome > v.taken_outcome)
         counts["rejected"] = sum(1 for v in verdicts if v is not None and not v.kept)
         counts["unverified"] = sum(1 for v in verdicts if v is None)
         counts["kept"] = len(kept)
@@ -269,7 +270,16 @@ def train(
         "eval_returns": [(h["iteration"], h["eval"]["mean_return"]) for h in evals],
         "reflections": {
             key: sum(h["reflections"][key] for h in trials)
-            for key in ("proposed", "parsed", "unparsable", "unchanged", "verified", "rejected", "unverified")
+            for key in (
+                "proposed",
+                "parsed",
+                "unparsable",
+                "unchanged",
+                "verified",
+                "improved",
+                "rejected",
+                "unverified",
+            )
         },
         "plot": str(plot),
         "checkpoint": str(run.latest_checkpoint()) if run.latest_checkpoint() else None,
@@ -327,7 +337,8 @@ def _print_iteration(results: dict[str, Any]) -> None:
     line = (
         f"iteration {results['iteration']}: trial return {t['mean_return']:.2f} ± {t['ci95']:.2f} "
         f"({t['episodes']} episodes); reflections {r['proposed']} proposed, {r['parsed']} parsed, "
-        f"{r['verified']} verified, {r['rejected']} rejected; {results['finetune']['examples']} examples"
+        f"{r['verified']} verified ({r['improved']} strictly better), {r['rejected']} rejected; "
+        f"{results['finetune']['examples']} examples"
     )
     if "eval" in results:
         line += f"; eval {results['eval']['mean_return']:.2f}"

@@ -53,6 +53,7 @@ def _check_iteration(run_dir: Path, iterations: int = 1) -> dict:
     assert r["parsed"] + r["unparsable"] == r["proposed"]
     assert r["verified"] + r["rejected"] + r["unverified"] + r["unchanged"] == r["parsed"]
     assert r["kept"] == r["verified"] + r["unverified"] == results["finetune"]["examples"]
+    assert r["improved"] <= r["verified"]
     if r["kept"]:
         assert results["finetune"]["steps"] > 0 and all(math.isfinite(x) for x in results["finetune"]["losses"])
     assert results["trial"]["episodes"] == len(results["trial"]["returns"])
