@@ -63,6 +63,17 @@ def test_score_equals_a_naive_forward_per_action(backend) -> None:
     assert not np.allclose(scores[0], scores[1])  # the image matters
 
 
+def test_earlier_turns_come_before_the_observation(backend) -> None:
+    builder, _ = backend.prompt_builder(RULES)
+    observation = _observations(1)[0]
+    turns = (("ball at 7", "UP"), ("ball at 8", "DOWN"))
+    text = builder.text(observation, turns)
+    assert text.index("ball at 7") < text.index("UP") < text.index("ball at 8") < text.index("<image>")
+    with_turns = backend.score([ScoreRequest(RULES, observation, ACTIONS, turns)])[0]
+    without = backend.score([ScoreRequest(RULES, observation, ACTIONS)])[0]
+    assert builder.encode([observation], [turns])[0].uses_prefix and not np.allclose(with_turns, without)
+
+
 def test_the_vision_encoder_runs_once_per_observation(backend) -> None:
     calls = []
     vision = backend.model.model.vision_model

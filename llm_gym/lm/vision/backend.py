@@ -95,7 +95,7 @@ class VisionBackend:
         results: list[np.ndarray] = [np.empty(0)] * len(requests)
         for instructions, chunk in self._chunks(requests):
             builder, prefix = self.prompt_builder(instructions)
-            prompts = builder.encode([requests[i].observation for i in chunk])
+            prompts = builder.encode([requests[i].observation for i in chunk], [requests[i].turns for i in chunk])
             choices = [[builder.choice_ids(c, self.score_with_end) for c in requests[i].choices] for i in chunk]
             batch = pack(
                 [p.ids for p in prompts],
@@ -121,7 +121,7 @@ class VisionBackend:
         results: list[Completion | None] = [None] * len(requests)
         for instructions, chunk in self._chunks(requests):
             builder, prefix = self.prompt_builder(instructions)
-            prompts = builder.encode([requests[i].observation for i in chunk])
+            prompts = builder.encode([requests[i].observation for i in chunk], [requests[i].turns for i in chunk])
             with torch.inference_mode(), self.lm.images(stack_images(prompts)):
                 generations = generate(
                     self.lm,

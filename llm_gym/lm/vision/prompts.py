@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from llm_gym.lm.prompts import observation_text
+from llm_gym.lm.prompts import Turns, observation_text
 
 _SENTINEL = "\x01"
 
@@ -58,33 +58,38 @@ class VisionPromptBuilder:
         self.answer_end_ids: list[int] = self._find_answer_end()
         self._choice_cache: dict[tuple[str, bool], list[int]] = {}
 
-    def messages(self, observation: Any, answer: str | None = None) -> list[dict[str, Any]]:
-        """The chat messages (content lists, as processors' templates expect) for one observation."""
+    def messages(self, observation: Any, answer: str | None = None, turns: Turns = ()) -> list[dict[str, Any]]:
+        """The chat messages (content lists, as processors' templates expect) for one observation, after the
+        episode's earlier ``turns`` (their observation texts and moves; only the current observation's images)."""
         user = [{"type": "image"} for _ in observation_images(observation)]
         user.append({"type": "text", "text": observation_text(observation)})
         messages: list[dict[str, Any]] = []
         if self.instructions:
             messages.append({"role": "system", "content": [{"type": "text", "text": self.instructions}]})
+        for earlier, move in turns:
+            messages.append({"role": "user", "content": [{"type": "text", "text": observation_text(earlier)}]})
+            messages.append({"role": "assistant", "content": [{"type": "text", "text": move}]})
         messages.append({"role": "user", "content": user})
         if answer is not None:
             messages.append({"role": "assistant", "content": [{"type": "text", "text": answer}]})
         return messages
 
-    def text(self, observation: Any) -> str:
+    def text(self, observation: Any, turns: Turns = ()) -> str:
         """The whole prompt as text with one placeholder per image, ending where the answer starts."""
         return self.processor.apply_chat_template(
-            self.messages(observation), tokenize=False, add_generation_prompt=True
+            self.messages(observation, turns=turns), tokenize=False, add_generation_prompt=True
         )
 
     def _tokenize(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def encode(self, observations: Sequence[Any]) -> list[VisionPrompt]:
-        """Token ids (images expanded by the processor) and image tensors of each prompt."""
+    def encode(self, observations: Sequence[Any], turns: Sequence[Turns] | None = None) -> list[VisionPrompt]:
+        """Token ids (images expanded by the processor) and image tensors of each prompt (each after its
+        episode's earlier ``turns``, if given)."""
         prompts = []
         n = len(self.prefix_ids)
-        for observation in observations:
-            text, images = self.text(observation), observation_images(observation)
+        for observation, earlier in zip(observations, turns or [()] * len(observations), strict=True):
+            text, images = self.text(observation, earlier), observation_images(observation)
             if images:
                 out = self.processor(
                     text=[text],
