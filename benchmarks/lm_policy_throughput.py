@@ -112,8 +112,6 @@ def main() -> None:
     flops = {n: score_flops(backend, requests[:n]) for n in SIZES}
     engine = None
     if args.backend == "vllm":
-        # vLLM logs to stdout by default; this benchmark's stdout is its JSON.
-        os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
         from lm_backend_axis import measure_round
 
         from llm_gym.lm.backends import make_backend

@@ -25,6 +25,7 @@ guard (the ``llm-gym`` command has one).
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -98,6 +99,8 @@ class VLLMBackend:
     ) -> None:
         if not vllm_available():
             raise VLLMNotInstalledError
+        # vLLM logs to stdout unless told otherwise, which would mix its start-up report into `play --json`.
+        os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
         import vllm
 
         self._vllm = vllm
