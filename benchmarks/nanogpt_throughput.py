@@ -5,8 +5,9 @@ For each preset this times, with the preset's real env, network and batch sizes:
   * update: minibatch gradient steps (forward + backward + Adam),
 and combines them into env steps/s of training: 1 / (collect seconds per step + epochs * update seconds per sample),
 both per wall second and per CPU second of this process (on a shared machine the CPU figure is the stable one).
-Alongside: raw env steps/s of the same vector env with random actions (the ceiling collection can reach), the
-FLOP estimate per sample (forward, and forward + backward = 3x forward), the FLOP/s the update achieves, and a
+Alongside: raw env steps/s of the same stepper (llm_gym.stepping) with random legal actions (the ceiling collection
+can reach) and of plain ``gym.make`` envs stepped in a loop (``stepper_over_plain_envs``: what the shared stepping
+path costs), the FLOP estimate per sample (forward, and forward + backward = 3x forward), the FLOP/s the update achieves, and a
 matmul's FLOP/s measured in the same run on the same threads, so a preset can be read as a fraction of the bound.
 The reference preset runs for hours per update on a CPU, so each part is timed on a few batches, not a whole update.
 
@@ -28,11 +29,12 @@ import torch
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.nanogpt_ppo.buffer import RolloutBuffer
 from llm_gym.agents.nanogpt_ppo.config import NanoGPTPPOConfig
-from llm_gym.agents.nanogpt_ppo.envs import action_masks, make_vector_env
+from llm_gym.agents.nanogpt_ppo.envs import action_masks
 from llm_gym.agents.nanogpt_ppo.model import NanoGPTActorCritic, distribution_terms, forward_flops
 from llm_gym.agents.nanogpt_ppo.policy import env_for, network_shape
 from llm_gym.agents.nanogpt_ppo.tokenizer import CharTokenizer
 from llm_gym.rl import ppo_losses
+from llm_gym.stepping import EnvStepper, make_vector_env
 
 
 def matmul_flops_per_cpu_second(size: int = 1024, seconds: float = 2.0) -> float:
@@ -47,12 +49,36 @@ def matmul_flops_per_cpu_second(size: int = 1024, seconds: float = 2.0) -> float
     return 2 * size**3 * count / (time.process_time() - start)
 
 
-def raw_env_steps_per_second(envs, num_actions: int, steps: int) -> float:  # noqa: ANN001
+def random_legal(infos: list[dict], rng: np.random.Generator) -> list[int]:
+    return [int(rng.choice(info["legal_actions"])) for info in infos]
+
+
+def raw_env_steps_per_second(env: EnvConfig, n: int, steps: int) -> tuple[float, float]:
+    """Env steps/s with random legal actions: (plain envs from gym.make in a loop, the stepper over a vector env),
+    interleaved in rounds so load from other processes hits both alike."""
+    plain = [env.make() for _ in range(n)]
+    infos = [e.reset(seed=i)[1] for i, e in enumerate(plain)]
+    stepper = EnvStepper(make_vector_env(env, n), seed=0)
+    stepper.reset()
     rng = np.random.default_rng(0)
-    start = time.perf_counter()
-    for _ in range(steps):
-        envs.step(rng.integers(num_actions, size=envs.num_envs))
-    return steps * envs.num_envs / (time.perf_counter() - start)
+    plain_seconds = stepper_seconds = 0.0
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(steps // 5):
+            for i, (e, action) in enumerate(zip(plain, random_legal(infos, rng), strict=True)):
+                _, _, terminated, truncated, infos[i] = e.step(action)
+                if terminated or truncated:
+                    infos[i] = e.reset()[1]
+        plain_seconds += time.perf_counter() - start
+        start = time.perf_counter()
+        for _ in range(steps // 5):
+            stepper.step(random_legal(stepper.infos, rng))
+        stepper_seconds += time.perf_counter() - start
+    stepper.close()
+    for e in plain:
+        e.close()
+    done = (steps // 5) * 5 * n
+    return done / plain_seconds, done / stepper_seconds
 
 
 SAMPLES = {"cpu": 512, "reference": 64}
@@ -85,28 +111,27 @@ def bench_preset(preset: str, env_id: str, collect_samples: int, minibatches: in
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, betas=(0.9, cfg.adam_beta2))
     tokenizer, generator = CharTokenizer(), torch.Generator().manual_seed(0)
     n = cfg.num_envs
-    envs = make_vector_env(env, n)
-    obs, infos = envs.reset(seed=list(range(n)))
-    raw_sps = raw_env_steps_per_second(envs, shape.n_actions, max(1, 400 // n))
+    plain_sps, raw_sps = raw_env_steps_per_second(env, n, max(5, 400 // n))
+    stepper = EnvStepper(make_vector_env(env, n), seed=0)
+    stepper.reset()
     collect_steps = max(1, collect_samples // n)
 
     # -- collection, as the training loop does it --------------------------------------------------------------
     buffer = RolloutBuffer(collect_steps, n, shape.context, shape.n_actions)
     model.eval()
     collect = Clock()
-    masks = action_masks(infos, n, shape.n_actions)
     for t in range(collect_steps):
         with collect:
-            tokens, query = tokenizer.encode_batch(list(obs), shape.context)
+            masks = action_masks(stepper.infos, shape.n_actions)
+            tokens, query = tokenizer.encode_batch([str(o) for o in stepper.observations], shape.context)
             with torch.inference_mode():
                 logits, value = model(torch.from_numpy(tokens), torch.from_numpy(query), torch.from_numpy(masks))
                 action = torch.multinomial(torch.softmax(logits, -1), 1, generator=generator).squeeze(1)
                 logprob, _ = distribution_terms(logits, action)
             buffer.add(t, tokens, query, masks, torch.zeros(n), action, logprob, value)
-            obs, reward, _, _, infos = envs.step(action.numpy())
-            masks = action_masks(infos, n, shape.n_actions)
-            buffer.add_reward(t, torch.as_tensor(reward, dtype=torch.float32))
-    envs.close()
+            result = stepper.step(action.tolist())
+            buffer.add_reward(t, torch.as_tensor(result.rewards, dtype=torch.float32))
+    stepper.close()
     buffer.compute_returns(torch.zeros(n), torch.zeros(n), cfg.gamma, cfg.gae_lambda)
 
     # -- update: minibatch gradient steps on the collected samples ---------------------------------------------
@@ -139,7 +164,10 @@ def bench_preset(preset: str, env_id: str, collect_samples: int, minibatches: in
         "num_envs": n,
         "epochs": epochs,
         "minibatch_size": size,
+        "plain_env_steps_per_second": round(plain_sps, 1),
         "raw_env_steps_per_second": round(raw_sps, 1),
+        "stepper_over_plain_envs": round(raw_sps / plain_sps, 3),
+        "collect_over_raw": round(1 / collect_seconds_per_step / raw_sps, 3),
         "collect_env_steps_per_second": round(1 / collect_seconds_per_step, 1),
         "update_samples_per_second": round(1 / update_seconds_per_sample, 1),
         "train_env_steps_per_second": round(1 / seconds_per_env_step, 2),

@@ -2,7 +2,7 @@
 with PPO. See docs/nanogpt_ppo.md.
 
 Modules: ``config`` (fields and presets), ``tokenizer`` (characters -> ids), ``model`` (the transformer and its
-heads), ``buffer`` (rollout storage and minibatches), ``envs`` (grid size, vector envs, masks, snapshots),
+heads), ``buffer`` (rollout storage and minibatches), ``envs`` (grid size, masks and lives from infos),
 ``policy`` (the network as a batched policy; saving and loading it), ``checkpoint`` (resumable training state),
 ``train`` (the PPO loop) and ``agent`` (the plugin).
 """

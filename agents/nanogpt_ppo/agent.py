@@ -28,7 +28,7 @@ class NanoGPTPPOAgent(Agent):
     def train(
         self, env: EnvConfig, run: Run, callbacks: Sequence[Callback] = (), sampler: TaskSampler | None = None
     ) -> dict[str, Any]:
-        """Train; with a ``sampler`` (e.g. the curriculum's) every training episode's task comes from it."""
+        """See :meth:`llm_gym.Agent.train`; ``sampler`` (optional) picks each training episode's reset options."""
         from llm_gym.agents.nanogpt_ppo.train import train  # the loop pulls in rich and the vector envs
 
         return train(self.config, env, run, callbacks, agent=self.name, sampler=sampler)

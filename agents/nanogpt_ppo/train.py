@@ -10,58 +10,54 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.nanogpt_ppo.buffer import RolloutBuffer
-from llm_gym.agents.nanogpt_ppo.checkpoint import Counters, EnvLoopState, load_tasks, load_training, save_training
+from llm_gym.agents.nanogpt_ppo.checkpoint import LoopState, load_training, save_training
 from llm_gym.agents.nanogpt_ppo.config import NanoGPTPPOConfig
-from llm_gym.agents.nanogpt_ppo.envs import action_masks, lives, make_vector_env, restore, snapshots
+from llm_gym.agents.nanogpt_ppo.envs import action_masks, lives
 from llm_gym.agents.nanogpt_ppo.model import NanoGPTActorCritic, distribution_terms
 from llm_gym.agents.nanogpt_ppo.policy import NanoGPTPolicy, env_for, load_network, network_shape, save_network
 from llm_gym.agents.nanogpt_ppo.tokenizer import CharTokenizer
-from llm_gym.callbacks import Callback, should_stop
-from llm_gym.evaluation import run_episodes
+from llm_gym.callbacks import Callback
 from llm_gym.rl import cosine_schedule, explained_variance, ppo_losses
 from llm_gym.runs import Run
-from llm_gym.sampled_tasks import restore_sampler, sampler_state
-from llm_gym.stats import mean_ci95
+from llm_gym.stepping import EnvStepper, make_vector_env
 from llm_gym.tasks import TaskSampler
+from llm_gym.training import (
+    Clock,
+    Counters,
+    base_summary,
+    checkpointed,
+    crossed,
+    evaluated,
+    finished,
+    play_evaluation,
+    progress_bar,
+    training_started,
+    update_done,
+)
 
 EVAL_SEED_OFFSET = 1_000_000
 """Evaluation episodes use seeds seed + 1e6 + i: never the training envs' seeds, the same at every evaluation."""
 
 
-def evaluate(model: NanoGPTActorCritic, env: EnvConfig, config: NanoGPTPPOConfig) -> list[float]:
-    """Returns of ``eval_episodes`` greedy episodes, each cut at ``eval_max_steps``."""
+def evaluate(model: NanoGPTActorCritic, env: EnvConfig, config: NanoGPTPPOConfig) -> tuple[list[float], list[float]]:
+    """Returns and game scores of ``eval_episodes`` greedy episodes, each cut at ``eval_max_steps``."""
     policy = NanoGPTPolicy(model, deterministic=True, epsilon=config.eval_epsilon, seed=config.seed)
-    results = run_episodes(
-        policy,
-        env,
-        config.eval_episodes,
-        seed=config.seed + EVAL_SEED_OFFSET,
-        num_envs=min(config.eval_episodes, 8),
-        max_steps=config.eval_max_steps,
-    )
-    return [r.episode_return for r in results]
-
-
-def _crossed(before: int, after: int, every: int) -> bool:
-    return every > 0 and after // every > before // every
+    return play_evaluation(policy, env, config.eval_episodes, config.seed + EVAL_SEED_OFFSET, config.eval_max_steps)
 
 
 def train(
-    config: NanoGPTPPOConfig,
-    env: EnvConfig,
-    run: Run,
-    callbacks: Sequence[Callback] = (),
-    agent: str = "nanogpt_ppo",
+    config: NanoGPTPPOConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callback] = (), agent: str = "nanogpt_ppo",
     sampler: TaskSampler | None = None,
-) -> dict[str, Any]:
+) -> dict[str, Any]:  # fmt: skip
+    """Train and return the summary; ``sampler`` picks each training episode's reset options (a curriculum)."""
     cfg = config.resolved()
     n, steps = cfg.num_envs, cfg.num_steps
 
@@ -77,41 +73,25 @@ def train(
     generator = torch.Generator().manual_seed(cfg.seed)  # action sampling and minibatch order
     tokenizer = CharTokenizer()
     buffer = RolloutBuffer(steps, n, shape.context, shape.n_actions, device)
-    envs = make_vector_env(env, n, cfg.vector_env, sampler)
-    obs, infos = envs.reset(seed=[cfg.seed + i for i in range(n)])
-    loop = EnvLoopState.fresh(obs, action_masks(infos, n, shape.n_actions), lives(infos, n))
+    stepper = EnvStepper(make_vector_env(env, n, kind=cfg.vector_env), seed=cfg.seed, sampler=sampler)
     counters = Counters()
     if run.resumed_from is not None:
         model.load_state_dict(load_network(run.resumed_from, str(device)).state_dict())
-        counters, loop, env_states = load_training(run.resumed_from, optimizer, generator)
-        if env_states is not None:
-            restore(envs, env_states)
-        else:  # envs without snapshots start fresh episodes, seeded past the ones already played
-            obs, infos = envs.reset(seed=[cfg.seed + counters.update * n + i for i in range(n)])
-            loop = EnvLoopState.fresh(obs, action_masks(infos, n, shape.n_actions), lives(infos, n))
-        sub_envs = getattr(envs, "envs", [])
-        snapshot = env_states is not None
-        restore_sampler(sampler, sub_envs, load_tasks(run.resumed_from), episodes=snapshot, same_tasks=snapshot)
+        counters, loop, env_state = load_training(run.resumed_from, optimizer, generator)
+        if not stepper.load_state_dict(env_state):  # no snapshots: new episodes, numbered on
+            loop = LoopState.fresh(lives(stepper.infos))
+    else:
+        stepper.reset()
+        loop = LoopState.fresh(lives(stepper.infos))
     num_updates = cfg.num_updates
-    clip = cfg.reward_clip
-    for callback in callbacks:
-        callback.on_training_start(env.env_id, config, counters.global_step)
+    training_started(callbacks, env.env_id, config, counters)
 
     # ---- training loop ----------------------------------------------------------------------------------------
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("env steps"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        TextColumn("{task.fields[status]}"),
-        disable=not cfg.progress,
-    )
+    progress = progress_bar(cfg.progress)
     task = progress.add_task(
         f"{agent} {env.env_id}", total=num_updates * n * steps, completed=counters.global_step, status=""
     )
-    cpu_start, wall_start = time.process_time() - counters.cpu_seconds, time.perf_counter() - counters.wall_seconds
+    clock = Clock(counters)
     stopped = False
     with progress:
         while counters.update < num_updates and not stopped:
@@ -126,50 +106,46 @@ def train(
             collect_start = time.perf_counter()
             model.eval()
             for t in range(steps):
-                tokens, query = tokenizer.encode_batch(loop.observations, shape.context)
+                masks = action_masks(stepper.infos, shape.n_actions)
+                tokens, query = tokenizer.encode_batch([str(o) for o in stepper.observations], shape.context)
                 with torch.inference_mode():
                     logits, value = model(
                         torch.from_numpy(tokens).to(device),
                         torch.from_numpy(query).to(device),
-                        torch.from_numpy(loop.masks).to(device),
+                        torch.from_numpy(masks).to(device),
                     )
                     action = torch.multinomial(torch.softmax(logits.cpu(), -1), 1, generator=generator).squeeze(1)
                     logprob, _ = distribution_terms(logits.cpu(), action)
-                buffer.add(t, tokens, query, loop.masks, loop.next_done, action, logprob, value.cpu())
-                obs, reward, terminated, truncated, infos = envs.step(action.numpy())
+                buffer.add(t, tokens, query, masks, loop.next_done, action, logprob, value.cpu())
+                result = stepper.step(action.tolist())
 
                 # A time limit is not a death: bootstrap V(final observation) into the reward of that step.
                 truncated_value = torch.zeros(n)
-                cut = np.flatnonzero(truncated & ~terminated)
-                if len(cut):
-                    final = [str(infos["final_obs"][i]) for i in cut]
+                if result.final_observations:
+                    cut = sorted(result.final_observations)
+                    final = [str(result.final_observations[i]) for i in cut]
                     final_tokens, final_query = tokenizer.encode_batch(final, shape.context)
                     with torch.inference_mode():
                         _, final_value = model(
                             torch.from_numpy(final_tokens).to(device), torch.from_numpy(final_query).to(device)
                         )
-                    truncated_value[torch.from_numpy(cut)] = final_value.cpu()
-                train_reward = np.clip(reward, -clip, clip) if clip > 0 else reward
+                    truncated_value[torch.tensor(cut)] = final_value.cpu()
+                reward = result.rewards
+                train_reward = np.clip(reward, -cfg.reward_clip, cfg.reward_clip) if cfg.reward_clip > 0 else reward
                 buffer.add_reward(t, torch.as_tensor(train_reward, dtype=torch.float32), truncated_value)
 
-                ended = terminated | truncated
-                now_lives = lives(infos, n)
+                ended = result.terminated | result.truncated
+                now_lives = lives(stepper.infos)
                 life_lost = (now_lives < loop.lives) & ~ended if cfg.life_loss_terminal else np.zeros(n, dtype=bool)
-                loop.episode_return += reward
-                loop.episode_length += 1
-                for i in np.flatnonzero(ended):
-                    finished_returns.append(float(loop.episode_return[i]))
-                    finished_lengths.append(int(loop.episode_length[i]))
-                loop.episode_return[ended] = 0.0
-                loop.episode_length[ended] = 0
-                loop.observations = list(obs)
-                loop.masks = action_masks(infos, n, shape.n_actions)
+                for episode in result.finished:
+                    finished_returns.append(episode.stats.episode_return)
+                    finished_lengths.append(episode.stats.length)
                 loop.lives = now_lives
                 loop.next_done = torch.as_tensor(ended | life_lost, dtype=torch.float32)
                 counters.global_step += n
             counters.episodes += len(finished_returns)
 
-            tokens, query = tokenizer.encode_batch(loop.observations, shape.context)
+            tokens, query = tokenizer.encode_batch([str(o) for o in stepper.observations], shape.context)
             with torch.inference_mode():
                 _, last_value = model(torch.from_numpy(tokens).to(device), torch.from_numpy(query).to(device))
             buffer.compute_returns(last_value.cpu(), loop.next_done, cfg.gamma, cfg.gae_lambda)
@@ -221,8 +197,7 @@ def train(
             counters.update += 1
 
             # -- log ----------------------------------------------------------------------------------------------
-            counters.cpu_seconds = time.process_time() - cpu_start
-            counters.wall_seconds = time.perf_counter() - wall_start
+            clock.tick()
             samples = n * steps
             metrics = {key: value / max(count, 1) for key, value in sums.items()}
             metrics |= {
@@ -237,65 +212,40 @@ def train(
                 metrics["charts/episodic_return"] = float(np.mean(finished_returns))
                 metrics["charts/episodic_length"] = float(np.mean(finished_lengths))
             run.log_scalars(counters.global_step, {k: v for k, v in metrics.items() if not math.isnan(v)})
-            stopped = should_stop([c.on_update(counters.global_step, metrics) for c in callbacks])
+            stopped = update_done(callbacks, counters, metrics)
             last = stopped or counters.update >= num_updates
 
             # -- evaluate (greedy), keep the best network ---------------------------------------------------------
-            if last or _crossed(step_before, counters.global_step, cfg.eval_every):
-                returns = evaluate(model, env, cfg)
-                mean, ci = mean_ci95(returns)
-                counters.eval_history.append((counters.global_step, mean))
-                run.log_scalars(
-                    counters.global_step,
-                    {"eval/mean_return": mean, "eval/ci95": ci, "eval/cpu_seconds": counters.cpu_seconds},
-                )
+            if last or crossed(step_before, counters.global_step, cfg.eval_every):
+                returns, scores = evaluate(model, env, cfg)
+                stopped |= evaluated(run, callbacks, counters, returns, scores, lambda d: save_network(model, d))
+                last = last or stopped
+                mean = counters.eval_history[-1][1]
                 progress.console.print(
-                    f"step {counters.global_step}: eval return {mean:.2f} ± {ci:.2f} (n={len(returns)}), "
+                    f"step {counters.global_step}: eval return {mean:.2f} (n={len(returns)}), "
                     f"{counters.cpu_seconds:.0f} CPU s, {counters.wall_seconds:.0f} s"
                 )
-                if mean > counters.best_eval_return:
-                    counters.best_eval_return = mean
-                    with run.checkpoint(counters.global_step, name="best") as directory:
-                        save_network(model, directory)
-                    for callback in callbacks:
-                        callback.on_checkpoint(counters.global_step, run.checkpoints_dir / "best")
-                if should_stop([c.on_evaluation(counters.global_step, returns) for c in callbacks]):
-                    stopped = last = True
                 progress.update(task, status=f"eval {mean:.1f} (best {counters.best_eval_return:.1f})")
 
             # -- checkpoint (atomic), everything --resume needs ---------------------------------------------------
-            if last or _crossed(step_before, counters.global_step, cfg.checkpoint_every):
-                with run.checkpoint(counters.global_step) as directory:
+            if last or crossed(step_before, counters.global_step, cfg.checkpoint_every):
+
+                def save(directory: Path) -> None:
                     save_network(model, directory)
-                    tasks = sampler_state(sampler, getattr(envs, "envs", []))
-                    save_training(directory, optimizer, generator, counters, loop, snapshots(envs), tasks)
-                run.prune_checkpoints(cfg.keep_checkpoints)
-                for callback in callbacks:
-                    callback.on_checkpoint(counters.global_step, run.checkpoints_dir / f"step_{counters.global_step}")
+                    save_training(directory, optimizer, generator, counters, loop, stepper.state_dict())
+
+                checkpointed(run, callbacks, counters, cfg.keep_checkpoints, save)
             progress.update(task, completed=counters.global_step)
-    envs.close()
+    stepper.close()
 
     # ---- summary ----------------------------------------------------------------------------------------------
-    final_mean = counters.eval_history[-1][1] if counters.eval_history else float("nan")
-    summary = {
-        "agent": agent,
-        "env_id": env.env_id,
+    summary = base_summary(agent, env.env_id, counters, run)
+    summary |= {
         "env_kwargs": dict(env.kwargs),
         "preset": cfg.preset,
-        "env_steps": counters.global_step,
-        "updates": counters.update,
-        "episodes": counters.episodes,
-        "mean_return": final_mean,
-        "best_eval_return": counters.best_eval_return,
-        "eval_history": counters.eval_history,
+        "mean_return": summary["final_eval_return"],
         "stopped_early": stopped and counters.update < num_updates,
-        "cpu_seconds": counters.cpu_seconds,
-        "wall_seconds": counters.wall_seconds,
-        "steps_per_second": counters.global_step / max(counters.wall_seconds, 1e-9),
         "parameters": sum(p.numel() for p in model.parameters()),
         "context": shape.context,
     }
-    run.write_summary(summary)
-    for callback in callbacks:
-        callback.on_training_end(counters.global_step, summary)
-    return summary
+    return finished(run, callbacks, counters, summary)

@@ -1,9 +1,8 @@
 """The ``ppo_lora`` agent: PPO on a causal LM with LoRA adapters (peft) and a value head, acting in score mode
 (a categorical over the legal actions' likelihoods) or generate mode (sampled answers, parsed).
 
-Modules: ``config`` (the frozen config), ``model`` (LoRA, value head, split forward, reference), ``envs`` (the
-training envs), ``rollout`` (batched decisions), ``update`` (the PPO step), ``checkpoint`` (what --resume needs),
-``policy`` (acting from a live model or a checkpoint), ``train`` (the loop), ``export`` (the ``llm-gym export``
+Modules: ``config`` (the frozen config), ``model`` (LoRA, value head, split forward, reference), ``rollout``
+(batched decisions), ``update`` (the PPO step), ``checkpoint`` (what --resume needs), ``policy`` (acting from a live model or a checkpoint), ``train`` (the loop), ``export`` (the ``llm-gym export``
 command this plugin adds). Heavy imports wait for train/policy.
 """
 
@@ -31,7 +30,7 @@ class PPOLoRAAgent(Agent):
     def train(
         self, env: EnvConfig, run: Run, callbacks: Sequence[Callback] = (), sampler: TaskSampler | None = None
     ) -> dict[str, Any]:
-        """Train; with a ``sampler`` (e.g. the curriculum's) every training episode's task comes from it."""
+        """See :meth:`llm_gym.Agent.train`; ``sampler`` (optional) picks each training episode's reset options."""
         from llm_gym.agents.ppo_lora.train import train
 
         return train(self.config, env, run, callbacks, agent=self.name, sampler=sampler)

@@ -5,7 +5,8 @@
 * ``value_head.pt`` — the value head;
 * ``training.pt`` — optimizer, LR scheduler, the sampler's and torch's RNG states, the counters, the adaptive KL
   coefficient, the GAE ``next_done`` flags;
-* ``envs.pkl`` — the envs where they stand (emulator snapshots with RNG, current observations, episode sums).
+* ``envs.pkl`` — the envs where they stand (:meth:`llm_gym.stepping.EnvStepper.state_dict`: emulator snapshots with
+  RNG, current observations, episode statistics).
 
 Checkpoints are taken between updates and written through ``Run.checkpoint`` (temp dir + rename), so a run
 killed at any moment resumes from its newest complete one.
@@ -14,12 +15,13 @@ killed at any moment resumes from its newest complete one.
 from __future__ import annotations
 
 import pickle
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from llm_gym import training
 from llm_gym.agents.ppo_lora.model import ADAPTER_DIR, ActorCritic
 from llm_gym.errors import CheckpointError
 
@@ -27,20 +29,13 @@ TRAINING_FILE, ENVS_FILE = "training.pt", "envs.pkl"
 
 
 @dataclass
-class Counters:
-    """Progress of a run; saved in every checkpoint and reported in the summary."""
+class Counters(training.Counters):
+    """The shared counters plus what ``ppo_lora`` tracks besides."""
 
-    global_step: int = 0
-    """Env steps so far, summed over envs."""
-    update: int = 0
-    episodes: int = 0
     kl_coef: float = 0.0
-    best_eval_return: float = float("-inf")
-    eval_history: list[tuple[int, float, float]] = field(default_factory=list)
-    """(env step, mean greedy evaluation return, mean game score) of every evaluation."""
+    """The KL coefficient now (it moves with ``kl_target``)."""
     train_history: list[tuple[int, float, float, int]] = field(default_factory=list)
     """(env step, mean return, mean raw game return, episodes) of the training episodes that ended in a rollout."""
-    wall_seconds: float = 0.0
 
 
 def save_checkpoint(
@@ -60,7 +55,7 @@ def save_checkpoint(
             "scheduler": scheduler.state_dict(),
             "generator": generator.get_state(),
             "torch_rng": torch.get_rng_state(),
-            "counters": asdict(counters),
+            "counters": counters.state_dict(),
             "next_done": next_done.clone(),
         },
         directory / TRAINING_FILE,
@@ -88,15 +83,7 @@ def load_checkpoint(
     scheduler.load_state_dict(data["scheduler"])
     generator.set_state(data["generator"])
     torch.set_rng_state(data["torch_rng"])
-    raw = data["counters"]
-    counters = Counters(
-        **{
-            **raw,
-            "eval_history": [tuple(p) for p in raw["eval_history"]],
-            "train_history": [tuple(p) for p in raw["train_history"]],
-        }
-    )
-    return counters, data["next_done"], env_state
+    return Counters.from_state_dict(data["counters"]), data["next_done"], env_state
 
 
 def adapter_dir(checkpoint: Path) -> Path:

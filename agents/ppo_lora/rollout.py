@@ -1,6 +1,6 @@
-"""Collecting a rollout: every step is one batched LM call for all envs (score or generate mode), and what the
-update needs to recompute each decision is kept: the prompt, the scored continuations, the frozen layers' output,
-the action, its log-probability, the value and the reference policy's log-probabilities."""
+"""Collecting a rollout: every step is one call of :func:`~llm_gym.agents.ppo_lora.acting.act` for all envs, which
+keeps what the update needs to recompute each decision (the prompt, the scored continuations, the frozen layers'
+output, the action, its log-probability, the value and the reference policy's log-probabilities)."""
 
 from __future__ import annotations
 
@@ -10,117 +10,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from llm_gym.agents.ppo_lora.acting import Decisions, Strategy, act
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
-from llm_gym.agents.ppo_lora.envs import EnvPool, FinishedEpisode
 from llm_gym.agents.ppo_lora.model import ActorCritic
-from llm_gym.envs.protocol import legal_choices
-from llm_gym.lm.generation import generate, stop_token_ids
-from llm_gym.lm.scoring import categorical_logprobs
-
-
-@dataclass
-class Decisions:
-    """One batched decision for a list of rows (envs)."""
-
-    prompts: list[list[int]]
-    uses_prefix: list[bool]
-    continuations: list[list[list[int]]]
-    """Score mode: every legal action's tokens; generate mode: the one sampled answer."""
-    hidden: list[torch.Tensor]
-    """Per row, the frozen layers' output for its packed tokens (n_i, H)."""
-    actions: list[Any]
-    """What each env is stepped with: an action id (score) or the answer text (generate)."""
-    choice: torch.Tensor
-    """(rows,) index of the chosen continuation (score mode; 0 in generate mode)."""
-    logprob: torch.Tensor
-    """(rows,) log pi(action): the chosen choice's (score) or the answer's summed token log-probs (generate)."""
-    token_logprobs: list[torch.Tensor]
-    """generate mode: per row, each answer token's log-prob (empty in score mode)."""
-    reference: list[torch.Tensor]
-    """Per row, the reference's log-probs: over the choices (score) or of each answer token (generate); empty
-    tensors when the KL term is off."""
-    values: torch.Tensor
-    """(rows,) value estimates."""
-
-
-def decide(
-    ac: ActorCritic,
-    observations: list[Any],
-    infos: list[dict[str, Any]],
-    env_id: str,
-    *,
-    mode: str,
-    generator: torch.Generator,
-    with_reference: bool = False,
-) -> Decisions:
-    """Sample a decision for every row at once: frozen layers once, trainable layers for the policy and the value,
-    and (``with_reference``) once more with the adapter disabled."""
-    prompts = ac.encode(observations)
-    if mode == "score":
-        legal = [legal_choices(info, env_id) for info in infos]
-        continuations = [ac.choices(names) for _, names in legal]
-    else:
-        texts, continuations = _sample_answers(ac, prompts, generator)
-    batch = ac.pack([p.ids for p in prompts], [p.uses_prefix for p in prompts], continuations)
-    hidden = ac.bottom(batch)
-    out, values = ac.top(hidden, batch, "rollout")
-    ref = ac.top(hidden, batch, "reference")[0] if with_reference else None
-    rows = len(prompts)
-    common = {
-        "prompts": [p.ids for p in prompts],
-        "uses_prefix": [p.uses_prefix for p in prompts],
-        "continuations": continuations,
-        "hidden": [hidden[i, :n].clone() for i, n in enumerate(batch.row_lengths.tolist())],
-        "values": values.cpu(),
-    }
-    nothing = [torch.empty(0)] * rows
-    if mode == "score":
-        logp = categorical_logprobs(out.seq_logprobs, batch.seq_row, rows).cpu()
-        choice = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(1)
-        reference = nothing
-        if ref is not None:
-            ref_logp = categorical_logprobs(ref.seq_logprobs, batch.seq_row, rows).cpu()
-            reference = [ref_logp[i, : len(continuations[i])] for i in range(rows)]
-        return Decisions(
-            **common,
-            actions=[legal[i][0][int(choice[i])] for i in range(rows)],
-            choice=choice,
-            logprob=logp.gather(1, choice[:, None]).squeeze(1),
-            token_logprobs=nothing,
-            reference=reference,
-        )
-    token_rows = batch.seq_row[batch.target_seq]
-    token_logprobs = _per_row(out.token_logprobs, token_rows, rows)
-    return Decisions(
-        **common,
-        actions=texts,
-        choice=torch.zeros(rows, dtype=torch.long),
-        logprob=torch.stack([t.sum() for t in token_logprobs]),
-        token_logprobs=token_logprobs,
-        reference=_per_row(ref.token_logprobs, token_rows, rows) if ref is not None else nothing,
-    )
-
-
-def _sample_answers(
-    ac: ActorCritic, prompts: list[Any], generator: torch.Generator
-) -> tuple[list[str], list[list[list[int]]]]:
-    generations = generate(
-        ac.model,
-        prompts,
-        ac.full_prefix(),
-        max_new_tokens=ac.config.max_new_tokens,
-        stop_ids=stop_token_ids(ac.tokenizer, ac.model),
-        pad_id=ac.pad_id,
-        temperature=1.0,  # the policy itself: PPO's ratios need the log-probs it samples from
-        generator=generator,
-    )
-    texts = [ac.tokenizer.decode(g.tokens, skip_special_tokens=True) for g in generations]
-    return texts, [[g.tokens] for g in generations]
-
-
-def _per_row(values: torch.Tensor, rows_of: torch.Tensor, rows: int) -> list[torch.Tensor]:
-    values = values.detach().cpu()
-    return [values[rows_of == i] for i in range(rows)]
+from llm_gym.stepping import EnvStepper, Episode
 
 
 @dataclass
@@ -132,7 +25,7 @@ class Rollout:
     dones: list[torch.Tensor] = field(default_factory=list)
     """dones[t][i]: the observation at step t started a new episode (CleanRL's convention, as compute_gae wants)."""
     truncated_values: list[torch.Tensor] = field(default_factory=list)
-    finished: list[FinishedEpisode] = field(default_factory=list)
+    finished: list[Episode] = field(default_factory=list)
     invalid: int = 0
     raw_reward: float = 0.0
     """The game's own reward summed over the rollout (seen before any episode ends)."""
@@ -158,7 +51,8 @@ def values_of(ac: ActorCritic, observations: list[Any]) -> torch.Tensor:
 
 def collect(
     ac: ActorCritic,
-    pool: EnvPool,
+    strategy: Strategy,
+    stepper: EnvStepper,
     config: PPOLoRAConfig,
     env_id: str,
     generator: torch.Generator,
@@ -168,17 +62,17 @@ def collect(
     """Step every env ``config.num_steps`` times with the current policy."""
     rollout = Rollout()
     for _ in range(config.num_steps):
-        decisions = decide(
+        decisions = act(
             ac,
-            list(pool.observations),
-            list(pool.infos),
+            strategy,
+            stepper.observations,
+            stepper.infos,
             env_id,
-            mode=config.action_mode,
             generator=generator,
             with_reference=with_reference,
         )
-        result = pool.step(decisions.actions)
-        truncated_values = torch.zeros(len(pool))
+        result = stepper.step(decisions.actions)
+        truncated_values = torch.zeros(len(stepper))
         if result.final_observations:
             index = sorted(result.final_observations)
             truncated_values[index] = values_of(ac, [result.final_observations[i] for i in index])
@@ -187,10 +81,10 @@ def collect(
         rollout.dones.append(next_done)
         rollout.truncated_values.append(truncated_values)
         rollout.finished.extend(result.finished)
-        rollout.invalid += result.invalid
-        rollout.raw_reward += result.raw_reward
+        rollout.invalid += int(result.invalid.sum())
+        rollout.raw_reward += float(result.raw_rewards.sum())
         next_done = torch.as_tensor(result.terminated | result.truncated, dtype=torch.float32)
-    rollout.last_value = values_of(ac, list(pool.observations))
+    rollout.last_value = values_of(ac, list(stepper.observations))
     rollout.last_done = next_done
     return rollout
 
@@ -198,7 +92,7 @@ def collect(
 def rollout_arrays(rollout: Rollout) -> dict[str, np.ndarray]:
     """Per-episode numbers of a rollout for logging."""
     return {
-        "returns": np.array([e.episode_return for e in rollout.finished]),
-        "raw_returns": np.array([e.raw_return for e in rollout.finished]),
-        "lengths": np.array([e.length for e in rollout.finished]),
+        "returns": np.array([e.stats.episode_return for e in rollout.finished]),
+        "raw_returns": np.array([e.stats.raw_return for e in rollout.finished]),
+        "lengths": np.array([e.stats.length for e in rollout.finished]),
     }

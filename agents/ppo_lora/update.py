@@ -1,9 +1,6 @@
 """One PPO update over a rollout: minibatches re-packed from the stored decisions, the trainable layers re-run on
-the stored frozen-layer output, the shared PPO losses (``llm_gym.rl.ppo_losses``) plus the KL to the reference.
-
-Score mode: one sample per decision; the ratio, entropy and KL are those of the categorical over the legal actions
-(the KL is exact: a sum over the actions). Generate mode: one sample per answer token (the decision's advantage on
-each of its tokens), full-vocabulary entropy at each token, and the k3 estimate of the KL on the sampled tokens.
+the stored frozen-layer output, and the action mode's terms (:meth:`~llm_gym.agents.ppo_lora.acting.Strategy.losses`:
+the shared PPO losses plus the KL to the reference) weighted into one loss.
 """
 
 from __future__ import annotations
@@ -12,11 +9,13 @@ from collections import defaultdict
 
 import torch
 
+from llm_gym.agents.ppo_lora.acting import Forward, Stored, Strategy
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.rollout import Rollout
-from llm_gym.lm.scoring import categorical_entropy, categorical_kl, categorical_logprobs, choice_table
-from llm_gym.rl import ppo_losses
+
+STORED = ("choice", "logprob", "token_logprobs", "reference")
+"""What each decision keeps for :class:`Stored`, in its field order."""
 
 
 def _flatten(rollout: Rollout) -> dict[str, list]:
@@ -43,6 +42,7 @@ def _padded_hidden(rows: list[torch.Tensor], width: int) -> torch.Tensor:
 
 def ppo_update(
     ac: ActorCritic,
+    strategy: Strategy,
     optimizer: torch.optim.Optimizer,
     rollout: Rollout,
     advantages: torch.Tensor,
@@ -56,7 +56,6 @@ def ppo_update(
     old_values = torch.stack([d.values for d in rollout.decisions]).flatten()
     advantages, returns = advantages.flatten(), returns.flatten()
     samples = len(flat["prompts"])
-    with_reference = bool(flat["reference"][0].numel())
     params = [p for group in optimizer.param_groups for p in group["params"]]
     sums: dict[str, float] = defaultdict(float)
     steps = 0
@@ -73,58 +72,9 @@ def ppo_update(
                 )
                 hidden = _padded_hidden([flat["hidden"][i] for i in index], batch.input_ids.shape[1])
                 out, values = ac.top(hidden.to(ac.device), batch, "train")
-                rows = len(index)
-                device = values.device
-                adv, ret, old_v = (t[index].to(device) for t in (advantages, returns, old_values))
-                if config.action_mode == "score":
-                    logp = categorical_logprobs(out.seq_logprobs, batch.seq_row, rows)
-                    choice = torch.tensor([flat["choice"][i] for i in index], device=logp.device)
-                    new = logp.gather(1, choice[:, None]).squeeze(1)
-                    old = torch.tensor([flat["logprob"][i] for i in index], device=logp.device)
-                    losses = ppo_losses(
-                        new,
-                        old,
-                        adv,
-                        values,
-                        old_v,
-                        ret,
-                        categorical_entropy(logp),
-                        clip_coef=config.clip_coef,
-                        value_clip_coef=config.value_clip_coef or None,
-                        value_coef=config.value_coef,
-                        entropy_coef=config.entropy_coef,
-                    )
-                    kl = torch.zeros((), device=logp.device)
-                    if with_reference:
-                        reference = choice_table(
-                            torch.cat([flat["reference"][i] for i in index]).to(logp.device), batch.seq_row, rows
-                        )
-                        kl = categorical_kl(logp, reference).mean()
-                else:
-                    token_row = batch.seq_row[batch.target_seq].to(values.device)
-                    old = torch.cat([flat["token_logprobs"][i] for i in index]).to(values.device)
-                    # Advantages are normalised per decision, then every token of a decision carries its decision's.
-                    adv = (adv - adv.mean()) / (adv.std() + 1e-8) if rows > 1 else adv
-                    losses = ppo_losses(
-                        out.token_logprobs,
-                        old,
-                        adv[token_row],
-                        values[token_row],
-                        old_v[token_row],
-                        ret[token_row],
-                        out.predictor_entropy[batch.target_predictor.to(values.device)],
-                        clip_coef=config.clip_coef,
-                        value_clip_coef=config.value_clip_coef or None,
-                        value_coef=config.value_coef,
-                        entropy_coef=config.entropy_coef,
-                        normalize_advantages=False,
-                    )
-                    kl = torch.zeros((), device=values.device)
-                    if with_reference:
-                        log_ratio = (
-                            torch.cat([flat["reference"][i] for i in index]).to(values.device) - out.token_logprobs
-                        )
-                        kl = (log_ratio.exp() - 1 - log_ratio).mean()  # k3: unbiased, non-negative
+                targets = (t[index].to(values.device) for t in (advantages, returns, old_values))
+                stored = Stored(*([flat[k][i] for i in index] for k in STORED), *targets)
+                losses, kl = strategy.losses(Forward(out, values, batch), stored, config)
                 loss = losses.loss + kl_coef * kl
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()

@@ -70,7 +70,7 @@ def test_smoke_train_on_breakout_ascii_writes_a_playable_run(tmp_path: Path) -> 
 
     assert summary["env_steps"] == 256 and summary["updates"] == 4
     assert summary["env_kwargs"] == {"rows": 12, "cols": 20} and summary["context"] == 12 * 21
-    assert [step for step, _ in summary["eval_history"]] == [128, 256]
+    assert [entry[0] for entry in summary["eval_history"]] == [128, 256]
     assert recorder.calls[0] == ("start", 0) and recorder.calls[-1] == ("end", 256)
     assert [c for c in recorder.calls if c[0] == "update"] == [("update", s) for s in (64, 128, 192, 256)]
     assert [name for kind, name in recorder.calls if kind == "checkpoint"][-1] == "step_256"
@@ -158,9 +158,10 @@ gym.register("NanoGPTTest-PickTheTarget-v0", entry_point=PickTheTarget, max_epis
 def test_learns_a_text_env_with_varying_legal_actions_and_never_takes_an_illegal_one(tmp_path: Path) -> None:
     # Every episode ends by the time limit: the truncation bootstrap and padded batches (lengths vary) both run.
     # Bootstrapping a time limit makes the task infinite-horizon; gamma 0.5 keeps its values O(1), so value
-    # clipping (0.2 per update) does not hold the value head back for hundreds of updates.
+    # clipping (0.2 per update) does not hold the value head back for hundreds of updates. 6,144 steps: with seed 0,
+    # 4,096 left the policy at about 6 of 8 (seeds 1-3 were at 8 by then).
     config = NanoGPTPPOConfig(
-        total_steps=4096,
+        total_steps=6144,
         eval_every=0,
         gamma=0.5,
         **{

@@ -18,13 +18,13 @@ MODEL_FILE = "model.zip"
 
 @dataclass(frozen=True, kw_only=True)
 class Sb3PPOConfig(AgentConfig):
-    renamed: ClassVar[Mapping[str, str]] = {
-        "n_steps": "num_steps",
-        "batch_size": "minibatch_size",
-        "n_epochs": "update_epochs",
-        "clip_range": "clip_coef",
-        "ent_coef": "entropy_coef",
-    }
+    renamed: ClassVar[Mapping[str, str]] = dict(
+        n_steps="num_steps",
+        batch_size="minibatch_size",
+        n_epochs="update_epochs",
+        clip_range="clip_coef",
+        ent_coef="entropy_coef",
+    )  # fmt: skip  (SB3's names, which the first version of this plugin used)
 
     total_steps: int = 200_000
     """Environment steps to train for, summed over parallel envs."""

@@ -1,0 +1,282 @@
+"""The one acting function of ``ppo_lora`` (CleanRL's ``get_action_and_value``): :func:`act` decides for a batch of
+envs, and serves the rollout (sampled, with the reference), the greedy evaluation (:class:`LivePolicy`) and, through
+the strategy's :meth:`~Strategy.losses`, the PPO update, which re-runs the same packed forward on the stored inputs.
+
+The two action modes are two small strategies, each owning its sampling, log-probabilities, entropy and KL, so no
+loop branches on the mode:
+
+* :class:`ScoreMode`: a categorical over the legal actions from each action name's likelihood as the whole answer
+  (one sample per decision; the KL to the reference is exact, a sum over the actions);
+* :class:`GenerateMode`: a sampled answer (text; the env, or :class:`llm_gym.actions.TextActions`, parses it), one
+  PPO sample per answer token, full-vocabulary entropy per token, the k3 estimate of the KL on the sampled tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+
+from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
+from llm_gym.agents.ppo_lora.model import ActorCritic
+from llm_gym.envs.protocol import legal_choices
+from llm_gym.lm.forward import PackedOutput
+from llm_gym.lm.generation import generate, stop_token_ids
+from llm_gym.lm.packing import PackedBatch
+from llm_gym.lm.scoring import categorical_entropy, categorical_kl, categorical_logprobs, choice_table
+from llm_gym.rl import PPOLosses, ppo_losses
+
+
+@dataclass
+class Decisions:
+    """One batched decision for a list of rows (envs), with what the update needs to recompute it."""
+
+    prompts: list[list[int]]
+    uses_prefix: list[bool]
+    continuations: list[list[list[int]]]
+    """Score mode: every legal action's tokens; generate mode: the one sampled answer."""
+    hidden: list[torch.Tensor]
+    """Per row, the frozen layers' output for its packed tokens (n_i, H); empty when not kept (evaluation)."""
+    actions: list[Any]
+    """What each env is stepped with: an action id (score) or the answer text (generate)."""
+    choice: torch.Tensor
+    """(rows,) index of the chosen continuation (score mode; 0 in generate mode)."""
+    logprob: torch.Tensor
+    """(rows,) log pi(action): the chosen choice's (score) or the answer's summed token log-probs (generate)."""
+    token_logprobs: list[torch.Tensor]
+    """generate mode: per row, each answer token's log-prob (empty in score mode)."""
+    reference: list[torch.Tensor]
+    """Per row, the reference's log-probs: over the choices (score) or of each answer token (generate); empty
+    tensors when the KL term is off."""
+    values: torch.Tensor
+    """(rows,) value estimates."""
+
+
+@dataclass
+class Sampling:
+    """How a decision is taken: greedy (evaluation) or sampled with ``generator`` (rollout)."""
+
+    greedy: bool
+    generator: torch.Generator
+
+
+@dataclass
+class Forward:
+    """The policy's packed forward over a batch of decisions, and its values."""
+
+    out: PackedOutput
+    values: torch.Tensor
+    batch: PackedBatch
+
+
+@dataclass
+class Stored:
+    """A minibatch of stored decisions and their targets, as :meth:`Strategy.losses` reads them."""
+
+    choice: list[int]
+    logprob: list[float]
+    token_logprobs: list[torch.Tensor]
+    reference: list[torch.Tensor]
+    advantages: torch.Tensor
+    returns: torch.Tensor
+    old_values: torch.Tensor
+
+
+Continuations = list[list[list[int]]]
+"""Per row, the token sequences scored for it."""
+Choice = tuple[list[Any], torch.Tensor, torch.Tensor, list[torch.Tensor]]
+"""(actions, chosen continuation per row, log pi(action) per row, per-row token log-probs)."""
+
+
+class Strategy(Protocol):
+    """An action mode: what to score, how to choose, and the PPO terms of a recomputed forward."""
+
+    text_actions: bool
+    """The env is stepped with answer texts (discrete envs get :class:`~llm_gym.actions.TextActions`)."""
+
+    def candidates(
+        self, ac: ActorCritic, prompts: list[Any], infos: Sequence[Mapping[str, Any]], env_id: str, how: Sampling
+    ) -> tuple[list[Any], Continuations]:
+        """(what each row may do, the token continuations to score for it)."""
+        ...
+
+    def choose(self, out: PackedOutput, batch: PackedBatch, options: list[Any], how: Sampling) -> Choice:
+        """The decision of every row from the policy's forward."""
+        ...
+
+    def reference(self, out: PackedOutput, batch: PackedBatch, continuations: Continuations) -> list[torch.Tensor]:
+        """Per row, the reference policy's log-probs (for the KL term)."""
+        ...
+
+    def losses(self, forward: Forward, stored: Stored, config: PPOLoRAConfig) -> tuple[PPOLosses, torch.Tensor]:
+        """The PPO losses and the KL to the reference of a minibatch, from the recomputed forward."""
+        ...
+
+
+def _ppo(config: PPOLoRAConfig, *terms: torch.Tensor, normalize: bool = True) -> PPOLosses:
+    return ppo_losses(
+        *terms,
+        clip_coef=config.clip_coef,
+        value_clip_coef=config.value_clip_coef or None,
+        value_coef=config.value_coef,
+        entropy_coef=config.entropy_coef,
+        normalize_advantages=normalize,
+    )
+
+
+class ScoreMode:
+    """A categorical over the legal actions, from each action name's likelihood as the whole answer."""
+
+    text_actions = False
+
+    def candidates(
+        self, ac: ActorCritic, prompts: list[Any], infos: Sequence[Mapping[str, Any]], env_id: str, how: Sampling
+    ) -> tuple[list[Any], Continuations]:
+        legal = [legal_choices(info, env_id) for info in infos]
+        return [ids for ids, _ in legal], [ac.choices(names) for _, names in legal]
+
+    def choose(self, out: PackedOutput, batch: PackedBatch, options: list[Any], how: Sampling) -> Choice:
+        rows = len(options)
+        logp = categorical_logprobs(out.seq_logprobs, batch.seq_row, rows).cpu()
+        sampled = logp.argmax(1) if how.greedy else torch.multinomial(logp.exp(), 1, generator=how.generator)
+        choice = sampled.reshape(rows)
+        actions = [options[i][int(choice[i])] for i in range(rows)]
+        return actions, choice, logp.gather(1, choice[:, None]).squeeze(1), [torch.empty(0)] * rows
+
+    def reference(self, out: PackedOutput, batch: PackedBatch, continuations: Continuations) -> list[torch.Tensor]:
+        rows = len(continuations)
+        logp = categorical_logprobs(out.seq_logprobs, batch.seq_row, rows).cpu()
+        return [logp[i, : len(continuations[i])] for i in range(rows)]
+
+    def losses(self, forward: Forward, stored: Stored, config: PPOLoRAConfig) -> tuple[PPOLosses, torch.Tensor]:
+        out, values, batch = forward.out, forward.values, forward.batch
+        rows, device = len(stored.choice), values.device
+        logp = categorical_logprobs(out.seq_logprobs, batch.seq_row, rows)
+        new = logp.gather(1, torch.tensor(stored.choice, device=device)[:, None]).squeeze(1)
+        old = torch.tensor(stored.logprob, device=device)
+        entropy = categorical_entropy(logp)
+        losses = _ppo(config, new, old, stored.advantages, values, stored.old_values, stored.returns, entropy)
+        kl = torch.zeros((), device=device)
+        if stored.reference[0].numel():
+            reference = choice_table(torch.cat(stored.reference).to(device), batch.seq_row, rows)
+            kl = categorical_kl(logp, reference).mean()
+        return losses, kl
+
+
+class GenerateMode:
+    """A sampled answer; one PPO sample per answer token."""
+
+    text_actions = True
+
+    def candidates(
+        self, ac: ActorCritic, prompts: list[Any], infos: Sequence[Mapping[str, Any]], env_id: str, how: Sampling
+    ) -> tuple[list[Any], Continuations]:
+        generations = generate(
+            ac.model,
+            prompts,
+            ac.full_prefix(),
+            max_new_tokens=ac.config.max_new_tokens,
+            stop_ids=stop_token_ids(ac.tokenizer, ac.model),
+            pad_id=ac.pad_id,
+            temperature=0.0 if how.greedy else 1.0,  # the policy itself: PPO's ratios need the log-probs it samples
+            generator=how.generator,
+        )
+        texts = [ac.tokenizer.decode(g.tokens, skip_special_tokens=True) for g in generations]
+        return texts, [[g.tokens] for g in generations]
+
+    def choose(self, out: PackedOutput, batch: PackedBatch, options: list[Any], how: Sampling) -> Choice:
+        rows = len(options)
+        token_logprobs = _per_row(out.token_logprobs, batch.seq_row[batch.target_seq], rows)
+        logprob = torch.stack([t.sum() for t in token_logprobs])
+        return list(options), torch.zeros(rows, dtype=torch.long), logprob, token_logprobs
+
+    def reference(self, out: PackedOutput, batch: PackedBatch, continuations: Continuations) -> list[torch.Tensor]:
+        return _per_row(out.token_logprobs, batch.seq_row[batch.target_seq], len(continuations))
+
+    def losses(self, forward: Forward, stored: Stored, config: PPOLoRAConfig) -> tuple[PPOLosses, torch.Tensor]:
+        out, values, batch = forward.out, forward.values, forward.batch
+        device, rows = values.device, len(stored.choice)
+        token_row = batch.seq_row[batch.target_seq].to(device)
+        old = torch.cat(stored.token_logprobs).to(device)
+        # Advantages are normalised per decision, then every token of a decision carries its decision's.
+        adv = stored.advantages
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8) if rows > 1 else adv
+        entropy = out.predictor_entropy[batch.target_predictor.to(device)]
+        per_token = (adv[token_row], values[token_row], stored.old_values[token_row], stored.returns[token_row])
+        losses = _ppo(config, out.token_logprobs, old, *per_token, entropy, normalize=False)
+        kl = torch.zeros((), device=device)
+        if stored.reference[0].numel():
+            log_ratio = torch.cat(stored.reference).to(device) - out.token_logprobs
+            kl = (log_ratio.exp() - 1 - log_ratio).mean()  # k3: unbiased, non-negative
+        return losses, kl
+
+
+STRATEGIES: dict[str, Strategy] = {"score": ScoreMode(), "generate": GenerateMode()}
+
+
+def strategy_for(config: PPOLoRAConfig) -> Strategy:
+    return STRATEGIES[config.action_mode]
+
+
+def act(
+    ac: ActorCritic,
+    strategy: Strategy,
+    observations: Sequence[Any],
+    infos: Sequence[Mapping[str, Any]],
+    env_id: str,
+    *,
+    generator: torch.Generator,
+    greedy: bool = False,
+    with_reference: bool = False,
+    keep_hidden: bool = True,
+) -> Decisions:
+    """Decide for every row at once: frozen layers once, trainable layers for the policy and the value, and
+    (``with_reference``) once more with the adapter disabled."""
+    prompts = ac.encode(list(observations))
+    how = Sampling(greedy, generator)
+    options, continuations = strategy.candidates(ac, prompts, infos, env_id, how)
+    batch = ac.pack([p.ids for p in prompts], [p.uses_prefix for p in prompts], continuations)
+    hidden = ac.bottom(batch)
+    out, values = ac.top(hidden, batch, "rollout")
+    actions, choice, logprob, token_logprobs = strategy.choose(out, batch, options, how)
+    rows = len(prompts)
+    reference = [torch.empty(0)] * rows
+    if with_reference:
+        reference = strategy.reference(ac.top(hidden, batch, "reference")[0], batch, continuations)
+    kept = [hidden[i, :n].clone() for i, n in enumerate(batch.row_lengths.tolist())] if keep_hidden else []
+    return Decisions(
+        prompts=[p.ids for p in prompts],
+        uses_prefix=[p.uses_prefix for p in prompts],
+        continuations=continuations,
+        hidden=kept,
+        actions=actions,
+        choice=choice,
+        logprob=logprob,
+        token_logprobs=token_logprobs,
+        reference=reference,
+        values=values.cpu(),
+    )
+
+
+class LivePolicy:
+    """Greedy actions of the adapter being trained, through :func:`act` (the periodic evaluation)."""
+
+    def __init__(self, ac: ActorCritic, strategy: Strategy, env_id: str, seed: int = 0) -> None:
+        self.ac, self.strategy, self.env_id = ac, strategy, env_id
+        self.generator = torch.Generator().manual_seed(seed)
+
+    @torch.no_grad()
+    def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[Any]:
+        decisions = act(
+            self.ac, self.strategy, observations, infos, self.env_id, generator=self.generator, greedy=True,
+            keep_hidden=False,
+        )  # fmt: skip
+        return decisions.actions
+
+
+def _per_row(values: torch.Tensor, rows_of: torch.Tensor, rows: int) -> list[torch.Tensor]:
+    values = values.detach().cpu()
+    rows_of = rows_of.to(values.device)
+    return [values[rows_of == i] for i in range(rows)]

@@ -1,0 +1,305 @@
+"""The one way llm-gym steps many envs: a Gymnasium vector env (sync by default, async where asked) driven by
+:class:`EnvStepper`, which evaluation (``llm-gym play``), ``ppo_lora`` and ``nanogpt_ppo`` all use.
+
+The stepper keeps each env's latest observation and info (what a :class:`llm_gym.Policy` acts on), resets an env in
+the same step its episode ends (so every step a caller sees is a real decision), numbers episodes in the order they
+start (episode ``k`` resets with seed ``seed + k``, so results do not depend on ``num_envs``) and reports each
+finished episode with the statistics :class:`llm_gym.envs.wrappers.EpisodeStatistics` counted. The next episode's
+reset options come from a task sampler where one is given (and its statistics go back to it), else from
+``task_ids``. ``state_dict`` / ``load_state_dict`` carry all of it, env snapshots included, for an exact resume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
+from gymnasium.vector.utils import iterate
+
+from llm_gym.actions import TextActions
+from llm_gym.envs.protocol import EnvConfig, takes_text
+from llm_gym.envs.wrappers import BOX_KEY, EPISODE_KEY, BoxedInfo, EpisodeStatistics, EpisodeStats
+from llm_gym.snapshots import can_pickle, capture, restore
+from llm_gym.tasks import TaskSampler
+from llm_gym.video import RecordFirstEpisode
+
+VectorKind = Literal["sync", "async"]
+
+
+def make_vector_env(
+    env: EnvConfig,
+    num_envs: int,
+    *,
+    kind: VectorKind = "sync",
+    text_actions: bool = False,
+    max_episode_steps: int = 0,
+    video_path: str | Path | None = None,
+) -> VectorEnv:
+    """``num_envs`` copies of ``env`` as a vector env whose envs reset only when told (the stepper does it).
+
+    Args:
+        env: the env id and its ``gym.make`` arguments (a ``max_episode_steps`` among them becomes the cut below).
+        num_envs: how many envs.
+        kind: ``sync`` steps them in this process; ``async`` gives each its own process.
+        text_actions: wrap discrete envs in :class:`llm_gym.actions.TextActions` (actions are answer texts).
+        max_episode_steps: cut episodes after this many steps (0: the env's own end).
+        video_path: record env 0's first episode there (env 0 is made with ``render_mode="rgb_array"``).
+    """
+    kwargs = dict(env.kwargs)
+    limit = int(kwargs.pop("max_episode_steps", 0) or 0) or max_episode_steps
+    config = EnvConfig(env.env_id, kwargs)
+
+    def factory(index: int) -> Any:
+        def make() -> gym.Env:
+            recording = video_path is not None and index == 0
+            made = config.make(render_mode="rgb_array") if recording else config.make()
+            if recording:
+                made = RecordFirstEpisode(made, video_path)
+            if text_actions and not takes_text(made):
+                made = TextActions(made)
+            return BoxedInfo(EpisodeStatistics(made, limit))
+
+        return make
+
+    factories = [factory(i) for i in range(num_envs)]
+    if kind == "async":
+        return AsyncVectorEnv(factories, autoreset_mode=AutoresetMode.DISABLED, shared_memory=False)
+    return SyncVectorEnv(factories, autoreset_mode=AutoresetMode.DISABLED)
+
+
+@dataclass
+class Episode:
+    """A finished episode."""
+
+    index: int
+    """Its number, in the order episodes started."""
+    seed: int
+    options: dict[str, Any] | None
+    """The reset options it was played with (task id, opponent, ...)."""
+    stats: EpisodeStats
+    final_info: dict[str, Any] = field(repr=False)
+    slot: int
+    """Which env played it."""
+
+
+@dataclass
+class Transition:
+    """What one step of all envs returned."""
+
+    rewards: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    raw_rewards: np.ndarray
+    """The game's own reward of each env (``info["raw_reward"]``, else the reward)."""
+    invalid: np.ndarray
+    """Whether each env's action named no legal action."""
+    final_observations: dict[int, Any]
+    """The last observation of each env whose episode was truncated this step (for bootstrapping its value)."""
+    finished: list[Episode]
+    """Episodes that ended this step (that the stepper was asked to play)."""
+
+
+class EnvStepper:
+    """Steps a vector env from :func:`make_vector_env` for a policy.
+
+    Args:
+        envs: the vector env.
+        seed: episode ``k`` resets with ``seed + k``.
+        episodes: play this many episodes, then let envs idle (their steps are taken but not reported; ``active``
+            lists the envs still playing). None: play on forever (training).
+        task_ids: reset options ``{"task_id": task_ids[k % len]}`` for episode ``k``.
+        sampler: gives each episode's reset options and gets its statistics back (takes precedence over
+            ``task_ids``).
+    """
+
+    def __init__(
+        self,
+        envs: VectorEnv,
+        *,
+        seed: int = 0,
+        episodes: int | None = None,
+        task_ids: Sequence[int] | None = None,
+        sampler: TaskSampler | None = None,
+    ) -> None:
+        self.envs, self.seed, self.episodes = envs, seed, episodes
+        self.task_ids, self.sampler = task_ids, sampler
+        n = envs.num_envs
+        self.observations: list[Any] = [None] * n
+        self.infos: list[dict[str, Any]] = [{} for _ in range(n)]
+        self.episode_index: list[int | None] = [None] * n
+        """The episode each env plays (None: idling after the last episode)."""
+        self.options: list[dict[str, Any] | None] = [None] * n
+        self.next_episode = 0
+        self._started = False
+
+    def __len__(self) -> int:
+        return self.envs.num_envs
+
+    @property
+    def active(self) -> list[int]:
+        """The envs playing an episode that will be reported."""
+        return [i for i, index in enumerate(self.episode_index) if index is not None]
+
+    @property
+    def done(self) -> bool:
+        """Every asked-for episode has finished."""
+        return not self.active
+
+    def reset(self) -> None:
+        """Start an episode in every env."""
+        self._reset(np.ones(len(self), dtype=bool))
+
+    def step(self, actions: Sequence[Any]) -> Transition:
+        """Step every env (idle ones with a filler action), report finished episodes and reset their envs."""
+        n = len(self)
+        if len(actions) != n:
+            actions = self._fill(actions)
+        obs, rewards, terminated, truncated, vector_info = self.envs.step(_batch(self.envs, actions))
+        observations, infos = list(iterate(self.envs.observation_space, obs)), _unbox(vector_info, n)
+        ended = terminated | truncated
+        result = Transition(
+            rewards=np.asarray(rewards, dtype=np.float64),
+            terminated=np.asarray(terminated, dtype=bool),
+            truncated=np.asarray(truncated, dtype=bool),
+            raw_rewards=np.array([float(infos[i].get("raw_reward", rewards[i])) for i in range(n)]),
+            invalid=np.array([bool(infos[i].get("invalid_action", False)) for i in range(n)]),
+            final_observations={},
+            finished=[],
+        )
+        for i in range(n):
+            self.observations[i], self.infos[i] = observations[i], infos[i]
+            if not ended[i]:
+                continue
+            if truncated[i] and not terminated[i]:
+                result.final_observations[i] = observations[i]
+            index = self.episode_index[i]
+            if index is None:
+                continue
+            stats = EpisodeStats(**infos[i][EPISODE_KEY])
+            result.finished.append(Episode(index, self.seed + index, self.options[i], stats, infos[i], i))
+            if self.sampler is not None:
+                self.sampler.report(self.options[i], stats.report())
+        if ended.any():
+            self._reset(np.asarray(ended, dtype=bool))
+        return result
+
+    # -- exact resume ------------------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where every env stands: snapshots (None where the envs take none), observations, infos, episode numbers,
+        the sampler's state."""
+        infos = self.infos if can_pickle(self.infos) else [_policy_info(i) for i in self.infos]
+        return {
+            "snapshots": capture(self.envs),
+            "observations": list(self.observations),
+            "infos": infos,
+            "episode_index": list(self.episode_index),
+            "options": list(self.options),
+            "next_episode": self.next_episode,
+            "sampler": self.sampler.state_dict() if self.sampler is not None else None,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> bool:
+        """Continue from :meth:`state_dict`. Returns False where the envs had no snapshot: they then start new
+        episodes, numbered on from where the saved run stood."""
+        self.next_episode = int(state["next_episode"])
+        if self.sampler is not None and state.get("sampler") is not None:
+            self.sampler.load_state_dict(state["sampler"])
+        if state["snapshots"] is None:
+            self.reset()
+            return False
+        self.envs.reset(seed=[self.seed + i for i in range(len(self))])  # set up wrappers; the snapshot overrides
+        self._started = True
+        restore(self.envs, state["snapshots"])
+        self.observations = list(state["observations"])
+        self.infos = [dict(i) for i in state["infos"]]
+        self.episode_index, self.options = list(state["episode_index"]), list(state["options"])
+        return True
+
+    def close(self) -> None:
+        self.envs.close()
+
+    # -- helpers -----------------------------------------------------------------------------------------------
+
+    def _reset(self, mask: np.ndarray) -> None:
+        n = len(self)
+        plans = {int(i): self._plan_episode() for i in np.flatnonzero(mask)}
+        first_options = next(iter(plans.values()))[2]
+        if len(plans) == n and all(options == first_options for _, _, options in plans.values()):
+            # One call for all (the first reset, or every env ending at once with the same options).
+            seeds = [plans[i][1] for i in range(n)]
+            obs, vector_info = self.envs.reset(seed=seeds, options=dict(first_options or {}) or None)
+            self._store(list(plans), obs, vector_info, plans)
+            return
+        if not self._started:  # Gymnasium batches every env's latest observation, so each needs one first
+            self.envs.reset(seed=[self.seed + i for i in range(n)])
+        # Otherwise one call per env: each gets its own seed and options, which one Gymnasium reset cannot vary.
+        for i, (_, seed, options) in plans.items():
+            only = np.zeros(n, dtype=bool)
+            only[i] = True
+            seeds: list[int | None] = [None] * n
+            seeds[i] = seed
+            obs, vector_info = self.envs.reset(seed=seeds, options={**(options or {}), "reset_mask": only})
+            self._store([i], obs, vector_info, plans)
+
+    def _plan_episode(self) -> tuple[int | None, int | None, dict[str, Any] | None]:
+        """(episode number, seed, reset options) of the next episode an env starts; Nones once all are played."""
+        if self.episodes is not None and self.next_episode >= self.episodes:
+            return None, None, None
+        index = self.next_episode
+        self.next_episode += 1
+        return index, self.seed + index, self._next_options(index)
+
+    def _store(self, slots: list[int], obs: Any, vector_info: Mapping[str, Any], plans: Mapping[int, tuple]) -> None:
+        self._started = True
+        observations, infos = list(iterate(self.envs.observation_space, obs)), _unbox(vector_info, len(self))
+        for i in slots:
+            self.observations[i], self.infos[i] = observations[i], infos[i]
+            self.episode_index[i], self.options[i] = plans[i][0], plans[i][2]
+
+    def _next_options(self, index: int) -> dict[str, Any] | None:
+        if self.sampler is not None:
+            return self.sampler.next_options()
+        if self.task_ids:
+            return {"task_id": int(self.task_ids[index % len(self.task_ids)])}
+        return None
+
+    def _fill(self, actions: Sequence[Any]) -> list[Any]:
+        """Actions for the active envs -> actions for all, idle envs taking their first legal action."""
+        active = self.active
+        if len(actions) != len(active):
+            raise ValueError(f"expected {len(self)} actions (or {len(active)} for the active envs), got {len(actions)}")
+        full: list[Any] = [_filler(self.envs, info) for info in self.infos]
+        for i, action in zip(active, actions, strict=True):
+            full[i] = action
+        return full
+
+
+def _filler(envs: VectorEnv, info: Mapping[str, Any]) -> Any:
+    if isinstance(envs.single_action_space, gym.spaces.Text):
+        return ""
+    legal = info.get("legal_actions")
+    return int(legal[0]) if legal is not None and len(legal) else 0
+
+
+def _batch(envs: VectorEnv, actions: Sequence[Any]) -> Any:
+    if isinstance(envs.single_action_space, gym.spaces.Text):
+        return tuple(str(a) for a in actions)
+    return np.asarray([int(a) for a in actions], dtype=np.int64)
+
+
+def _unbox(vector_info: Mapping[str, Any], n: int) -> list[dict[str, Any]]:
+    boxes, present = vector_info.get(BOX_KEY), vector_info.get(f"_{BOX_KEY}")
+    if boxes is None:
+        return [{} for _ in range(n)]
+    return [boxes[i].info if present[i] else {} for i in range(n)]
+
+
+def _policy_info(info: Mapping[str, Any]) -> dict[str, Any]:
+    keep = ("legal_actions", "action_names", "action_mask")
+    return {k: info[k] for k in keep if k in info}

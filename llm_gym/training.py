@@ -1,0 +1,193 @@
+"""Training plumbing every learning agent shares, as plain functions (no Trainer base class): the step counters a
+checkpoint carries, the progress bar, "evaluate -> keep the best -> callbacks" and "checkpoint -> prune ->
+callbacks", and the summary at the end. Each agent's loop stays one readable file that calls these in order, and
+the same callbacks fire in the same places in every agent.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, TypeVar
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from llm_gym.agent import EnvConfig, Policy
+from llm_gym.callbacks import Callback, should_stop
+from llm_gym.evaluation import run_episodes
+from llm_gym.runs import Run
+from llm_gym.stats import mean_ci95
+
+BEST = "best"
+"""The checkpoint name of the best evaluation so far (``checkpoints/best``)."""
+
+C = TypeVar("C", bound="Counters")
+
+
+@dataclass
+class Counters:
+    """Progress of a run; saved in every checkpoint and reported in the summary. Agents subclass it for more."""
+
+    global_step: int = 0
+    """Env steps so far, summed over envs."""
+    update: int = 0
+    """Updates done."""
+    episodes: int = 0
+    """Training episodes finished."""
+    best_eval_return: float = float("-inf")
+    """The best mean return of an evaluation so far."""
+    eval_history: list[tuple[int, float, float]] = field(default_factory=list)
+    """(env step, mean greedy evaluation return, mean game score) of every evaluation."""
+    wall_seconds: float = 0.0
+    """Wall-clock seconds of training, summed over resumes."""
+    cpu_seconds: float = 0.0
+    """CPU seconds of the training process (all its threads), summed over resumes."""
+
+    def state_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_state_dict(cls: type[C], state: Mapping[str, Any]) -> C:
+        """Counters saved by :meth:`state_dict` (lists of pairs become tuples again; unknown keys are dropped)."""
+        names = {f.name for f in fields(cls)}
+        values = {k: [tuple(e) for e in v] if k.endswith("_history") else v for k, v in state.items() if k in names}
+        return cls(**values)
+
+
+class Clock:
+    """Wall and CPU seconds that continue from a resumed run's totals."""
+
+    def __init__(self, counters: Counters) -> None:
+        self.counters = counters
+        self._wall = time.perf_counter() - counters.wall_seconds
+        self._cpu = time.process_time() - counters.cpu_seconds
+
+    def tick(self) -> None:
+        """Bring ``wall_seconds`` and ``cpu_seconds`` of the counters up to now."""
+        self.counters.wall_seconds = time.perf_counter() - self._wall
+        self.counters.cpu_seconds = time.process_time() - self._cpu
+
+
+def crossed(before: int, after: int, every: int) -> bool:
+    """Whether going from ``before`` to ``after`` env steps passed a multiple of ``every`` (0: never)."""
+    return every > 0 and after // every > before // every
+
+
+def progress_bar(enabled: bool) -> Progress:
+    """The progress bar of a training run (env steps, time, a status text)."""
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("env steps"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[status]}"),
+        disable=not enabled,
+    )
+
+
+def training_started(callbacks: Sequence[Callback], env_id: str, config: Any, counters: Counters) -> None:
+    for callback in callbacks:
+        callback.on_training_start(env_id, config, counters.global_step)
+
+
+def update_done(callbacks: Sequence[Callback], counters: Counters, metrics: Mapping[str, float]) -> bool:
+    """Log-time callbacks of an update; True when one asked to stop."""
+    return should_stop([c.on_update(counters.global_step, metrics) for c in callbacks])
+
+
+def play_evaluation(
+    policy: Policy,
+    env: EnvConfig,
+    episodes: int,
+    seed: int,
+    max_steps: int,
+    video_path: Path | None = None,
+    text_actions: bool = False,
+) -> tuple[list[float], list[float]]:
+    """Returns and game scores of ``episodes`` episodes, all at once (one env each, at most 8), each cut at
+    ``max_steps`` (0: no cut); episode ``i`` resets with ``seed + i``, the same at every evaluation."""
+    results = run_episodes(
+        policy, env, episodes, seed=seed, num_envs=min(episodes, 8), max_steps=max_steps or None,
+        video_path=video_path, text_actions=text_actions,
+    )  # fmt: skip
+    return [r.episode_return for r in results], [r.score for r in results]
+
+
+def record_evaluation(run: Run, counters: Counters, returns: Sequence[float], scores: Sequence[float]) -> float:
+    """Append an evaluation to the counters' history and log it; returns its mean return."""
+    mean, ci = mean_ci95(list(returns))
+    score = sum(scores) / len(scores) if scores else float("nan")
+    counters.eval_history.append((counters.global_step, mean, score))
+    run.log_scalars(counters.global_step, {"eval/mean_return": mean, "eval/ci95": ci, "eval/mean_score": score})
+    return mean
+
+
+def evaluated(
+    run: Run,
+    callbacks: Sequence[Callback],
+    counters: Counters,
+    returns: Sequence[float],
+    scores: Sequence[float],
+    save: Callable[[Path], None],
+) -> bool:
+    """After an evaluation: record and log it, keep ``checkpoints/best`` when it beats the best so far (``save``
+    writes into the checkpoint directory; ``on_checkpoint`` fires for it), then ``on_evaluation``. True when a
+    callback asked to stop."""
+    step = counters.global_step
+    mean = record_evaluation(run, counters, returns, scores)
+    if mean > counters.best_eval_return:
+        counters.best_eval_return = mean
+        with run.checkpoint(step, name=BEST) as directory:
+            save(directory)
+        for callback in callbacks:
+            callback.on_checkpoint(step, run.checkpoints_dir / BEST)
+    return should_stop([c.on_evaluation(step, list(returns)) for c in callbacks])
+
+
+def checkpointed(
+    run: Run, callbacks: Sequence[Callback], counters: Counters, keep: int, save: Callable[[Path], None]
+) -> Path:
+    """Write ``checkpoints/step_N`` (atomically; ``save`` fills it), prune old ones, fire ``on_checkpoint``."""
+    with run.checkpoint(counters.global_step) as directory:
+        save(directory)
+    run.prune_checkpoints(keep)
+    path = run.checkpoints_dir / f"step_{counters.global_step}"
+    for callback in callbacks:
+        callback.on_checkpoint(counters.global_step, path)
+    return path
+
+
+def finished(run: Run, callbacks: Sequence[Callback], counters: Counters, summary: Mapping[str, Any]) -> dict[str, Any]:
+    """Write ``summary.json`` and fire ``on_training_end``; returns the summary."""
+    out = dict(summary)
+    run.write_summary(out)
+    for callback in callbacks:
+        callback.on_training_end(counters.global_step, out)
+    return out
+
+
+def base_summary(agent: str, env_id: str, counters: Counters, run: Run) -> dict[str, Any]:
+    """The summary fields every agent reports."""
+    history = counters.eval_history
+    latest = run.latest_checkpoint()
+    return {
+        "agent": agent,
+        "env_id": env_id,
+        "env_steps": counters.global_step,
+        "updates": counters.update,
+        "episodes": counters.episodes,
+        "eval_history": history,
+        "first_eval_return": history[0][1] if history else None,
+        "final_eval_return": history[-1][1] if history else None,
+        "first_eval_score": history[0][2] if history else None,
+        "final_eval_score": history[-1][2] if history else None,
+        "best_eval_return": counters.best_eval_return if history else None,
+        "wall_seconds": counters.wall_seconds,
+        "cpu_seconds": counters.cpu_seconds,
+        "steps_per_second": counters.global_step / max(counters.wall_seconds, 1e-9),
+        "checkpoint": str(latest) if latest else None,
+    }
