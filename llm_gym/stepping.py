@@ -183,7 +183,10 @@ class EnvStepper:
             stats = EpisodeStats(**infos[i][EPISODE_KEY])
             result.finished.append(Episode(index, self.seed + index, self.options[i], stats, infos[i], i))
             if self.sampler is not None:
-                self.sampler.report(self.options[i], stats.report())
+                report = stats.report()
+                if "success" in infos[i]:  # the env's own verdict (OpenSpiel) beats the sampler's rule of thumb
+                    report["success"] = float(infos[i]["success"])
+                self.sampler.report(self.options[i], report)
         if ended.any():
             self._reset(np.asarray(ended, dtype=bool))
         return result
@@ -211,7 +214,10 @@ class EnvStepper:
         if self.sampler is not None and state.get("sampler") is not None:
             self.sampler.load_state_dict(state["sampler"])
         if state["snapshots"] is None:
-            self.reset()
+            # New games; with a sampler, of the tasks that were in progress (it handed them out and waits for
+            # their reports), so its bookkeeping stays right.
+            saved = list(state["options"]) if self.sampler is not None else [None] * len(self)
+            self._reset(np.ones(len(self), dtype=bool), restart=saved)
             return False
         self.envs.reset(seed=[self.seed + i for i in range(len(self))])  # set up wrappers; the snapshot overrides
         self._started = True
@@ -226,9 +232,10 @@ class EnvStepper:
 
     # -- helpers -----------------------------------------------------------------------------------------------
 
-    def _reset(self, mask: np.ndarray) -> None:
+    def _reset(self, mask: np.ndarray, restart: Sequence[dict[str, Any] | None] | None = None) -> None:
+        """Start new episodes in the envs of ``mask``; ``restart[i]``, where given, replays env i's options."""
         n = len(self)
-        plans = {int(i): self._plan_episode() for i in np.flatnonzero(mask)}
+        plans = {int(i): self._plan_episode(None if restart is None else restart[i]) for i in np.flatnonzero(mask)}
         first_options = next(iter(plans.values()))[2]
         if len(plans) == n and all(options == first_options for _, _, options in plans.values()):
             # One call for all (the first reset, or every env ending at once with the same options).
@@ -247,13 +254,16 @@ class EnvStepper:
             obs, vector_info = self.envs.reset(seed=seeds, options={**(options or {}), "reset_mask": only})
             self._store([i], obs, vector_info, plans)
 
-    def _plan_episode(self) -> tuple[int | None, int | None, dict[str, Any] | None]:
-        """(episode number, seed, reset options) of the next episode an env starts; Nones once all are played."""
+    def _plan_episode(
+        self, options: dict[str, Any] | None = None
+    ) -> tuple[int | None, int | None, dict[str, Any] | None]:
+        """(episode number, seed, reset options) of the next episode an env starts (``options``, where given, instead
+        of new ones); Nones once all are played."""
         if self.episodes is not None and self.next_episode >= self.episodes:
             return None, None, None
         index = self.next_episode
         self.next_episode += 1
-        return index, self.seed + index, self._next_options(index)
+        return index, self.seed + index, options if options is not None else self._next_options(index)
 
     def _store(self, slots: list[int], obs: Any, vector_info: Mapping[str, Any], plans: Mapping[int, tuple]) -> None:
         self._started = True

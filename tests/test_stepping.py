@@ -79,9 +79,12 @@ def test_a_restored_stepper_continues_exactly(kind: str) -> None:
         sampler=UniformTaskSampler(TaskRange.parse("0-3"), seed=99),
     )
     exact = second.load_state_dict(state)
+    restarted = list(second.options)
     got = _play(second, policy, 45)
     second.close()
+    assert restarted == state["options"]  # the sampler's tasks in progress go on (or restart: their options)
     if kind == "sync":
         assert exact and got == expected
-    else:  # async envs live in other processes: no snapshots, so new episodes, numbered on
+    else:  # async envs live in other processes: no snapshots, so new episodes of the same tasks, numbered on
         assert not exact and state["snapshots"] is None and got[0][2] == ()
+        assert second.episode_index == [None, None] or min(i for i in second.episode_index if i is not None) >= 2

@@ -39,13 +39,14 @@ class EpisodeStats:
         return cls(0.0, 0.0, 0.0, 0, 0, False)
 
     def report(self) -> dict[str, float]:
-        """The numbers a task sampler gets: return, raw_return, score, length, invalid_actions."""
+        """The numbers a task sampler gets: return, raw_return, score, length, invalid_actions, truncated."""
         return {
             "return": self.episode_return,
             "raw_return": self.raw_return,
             "score": self.score,
             "length": float(self.length),
             "invalid_actions": float(self.invalid_actions),
+            "truncated": float(self.truncated),
         }
 
 
