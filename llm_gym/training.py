@@ -6,6 +6,8 @@ the same callbacks fire in the same places in every agent.
 
 from __future__ import annotations
 
+import json
+import pickle
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
@@ -22,6 +24,8 @@ from llm_gym.stats import mean_ci95
 
 BEST = "best"
 """The checkpoint name of the best evaluation so far (``checkpoints/best``)."""
+ENVS_FILE, TASKS_FILE = "envs.pkl", "tasks.json"
+"""In a checkpoint: the stepper's state (pickled), and a task sampler's state (JSON, for any reader)."""
 
 C = TypeVar("C", bound="Counters")
 
@@ -68,6 +72,26 @@ class Clock:
         """Bring ``wall_seconds`` and ``cpu_seconds`` of the counters up to now."""
         self.counters.wall_seconds = time.perf_counter() - self._wall
         self.counters.cpu_seconds = time.process_time() - self._cpu
+
+
+def save_envs(directory: Path, env_state: Mapping[str, Any]) -> None:
+    """Write :meth:`llm_gym.stepping.EnvStepper.state_dict` into a checkpoint: ``envs.pkl``, and the task sampler's
+    state apart in ``tasks.json`` (``{"sampler": ...}``) where there is one."""
+    state = dict(env_state)
+    sampler = state.pop("sampler", None)
+    with open(directory / ENVS_FILE, "wb") as handle:
+        pickle.dump(state, handle)
+    if sampler is not None:
+        (directory / TASKS_FILE).write_text(json.dumps({"sampler": sampler}))
+
+
+def load_envs(directory: Path) -> dict[str, Any]:
+    """What :func:`save_envs` wrote, for :meth:`llm_gym.stepping.EnvStepper.load_state_dict`."""
+    with open(directory / ENVS_FILE, "rb") as handle:
+        state = pickle.load(handle)  # our own file, written by save_envs into the user's run directory
+    tasks = directory / TASKS_FILE
+    state["sampler"] = json.loads(tasks.read_text())["sampler"] if tasks.is_file() else None
+    return state
 
 
 def crossed(before: int, after: int, every: int) -> bool:

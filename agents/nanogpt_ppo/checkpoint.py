@@ -17,9 +17,9 @@ import numpy as np
 import torch
 
 from llm_gym.errors import CheckpointError
-from llm_gym.training import Counters
+from llm_gym.training import Counters, load_envs, save_envs
 
-TRAINING_FILE, ENVS_FILE = "training.pt", "envs.pkl"
+TRAINING_FILE = "training.pt"
 
 
 @dataclass
@@ -55,8 +55,7 @@ def save_training(
         },
         directory / TRAINING_FILE,
     )
-    with open(directory / ENVS_FILE, "wb") as handle:
-        pickle.dump(env_state, handle)
+    save_envs(directory, env_state)
 
 
 def load_training(
@@ -65,8 +64,7 @@ def load_training(
     """Restore the optimizer and RNG in place; return the counters, the loop state and the stepper's state."""
     try:
         data = torch.load(directory / TRAINING_FILE, weights_only=True)
-        with open(directory / ENVS_FILE, "rb") as handle:
-            env_state = pickle.load(handle)  # our own file, written by save_training into the user's run directory
+        env_state = load_envs(directory)
     except (OSError, RuntimeError, pickle.UnpicklingError, KeyError) as exc:
         raise CheckpointError(f"cannot resume from {directory}: {exc}") from exc
     optimizer.load_state_dict(data["optimizer"])

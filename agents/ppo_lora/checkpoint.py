@@ -5,8 +5,9 @@
 * ``value_head.pt`` — the value head;
 * ``training.pt`` — optimizer, LR scheduler, the sampler's and torch's RNG states, the counters, the adaptive KL
   coefficient, the GAE ``next_done`` flags;
-* ``envs.pkl`` — the envs where they stand (:meth:`llm_gym.stepping.EnvStepper.state_dict`: emulator snapshots with
-  RNG, current observations, episode statistics).
+* ``envs.pkl`` (and ``tasks.json`` with a task sampler) — the envs where they stand
+  (:meth:`llm_gym.stepping.EnvStepper.state_dict`: emulator snapshots with RNG, current observations, episode
+  statistics; the sampler's state).
 
 Checkpoints are taken between updates and written through ``Run.checkpoint`` (temp dir + rename), so a run
 killed at any moment resumes from its newest complete one.
@@ -25,7 +26,7 @@ from llm_gym import training
 from llm_gym.agents.ppo_lora.model import ADAPTER_DIR, ActorCritic
 from llm_gym.errors import CheckpointError
 
-TRAINING_FILE, ENVS_FILE = "training.pt", "envs.pkl"
+TRAINING_FILE = "training.pt"
 
 
 @dataclass
@@ -60,8 +61,7 @@ def save_checkpoint(
         },
         directory / TRAINING_FILE,
     )
-    with open(directory / ENVS_FILE, "wb") as handle:
-        pickle.dump(env_state, handle)
+    training.save_envs(directory, env_state)
 
 
 def load_checkpoint(
@@ -75,8 +75,7 @@ def load_checkpoint(
     try:
         ac.load_value_head(directory)
         data = torch.load(directory / TRAINING_FILE, weights_only=True)
-        with open(directory / ENVS_FILE, "rb") as handle:
-            env_state = pickle.load(handle)  # our own file, inside the user's run directory
+        env_state = training.load_envs(directory)
     except (OSError, RuntimeError, pickle.UnpicklingError) as exc:
         raise CheckpointError(f"cannot resume from {directory}: {exc}") from exc
     optimizer.load_state_dict(data["optimizer"])
