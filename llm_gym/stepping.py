@@ -11,6 +11,7 @@ reset options come from a task sampler where one is given (and its statistics go
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,16 @@ from gymnasium.vector.utils import iterate
 
 from llm_gym.actions import TextActions
 from llm_gym.envs.protocol import EnvConfig, takes_text
-from llm_gym.envs.wrappers import BOX_KEY, EPISODE_KEY, BoxedInfo, EpisodeStatistics, EpisodeStats
+from llm_gym.envs.wrappers import (
+    BOX_KEY,
+    EPISODE_KEY,
+    IDLE_ACTION,
+    IDLE_TEXT,
+    BoxedInfo,
+    EpisodeStatistics,
+    EpisodeStats,
+    Pausable,
+)
 from llm_gym.snapshots import can_pickle, capture, restore
 from llm_gym.tasks import TaskSampler
 from llm_gym.video import RecordFirstEpisode
@@ -52,7 +62,7 @@ def make_vector_env(
     """
     kwargs = dict(env.kwargs)
     limit = int(kwargs.pop("max_episode_steps", 0) or 0) or max_episode_steps
-    config = EnvConfig(env.env_id, kwargs)
+    config = dataclasses.replace(env, kwargs=kwargs)  # a subclass (the bench's) keeps its own make()
 
     def factory(index: int) -> Any:
         def make() -> gym.Env:
@@ -62,7 +72,7 @@ def make_vector_env(
                 made = RecordFirstEpisode(made, video_path)
             if text_actions and not takes_text(made):
                 made = TextActions(made)
-            return BoxedInfo(EpisodeStatistics(made, limit))
+            return BoxedInfo(Pausable(EpisodeStatistics(made, limit)))
 
         return make
 
@@ -155,7 +165,7 @@ class EnvStepper:
         self._reset(np.ones(len(self), dtype=bool))
 
     def step(self, actions: Sequence[Any]) -> Transition:
-        """Step every env (idle ones with a filler action), report finished episodes and reset their envs."""
+        """Step every env (idle ones sit the step out), report finished episodes and reset their envs."""
         n = len(self)
         if len(actions) != n:
             actions = self._fill(actions)
@@ -280,21 +290,15 @@ class EnvStepper:
         return None
 
     def _fill(self, actions: Sequence[Any]) -> list[Any]:
-        """Actions for the active envs -> actions for all, idle envs taking their first legal action."""
+        """Actions for the active envs -> actions for all, idle envs sitting the step out."""
         active = self.active
         if len(actions) != len(active):
             raise ValueError(f"expected {len(self)} actions (or {len(active)} for the active envs), got {len(actions)}")
-        full: list[Any] = [_filler(self.envs, info) for info in self.infos]
+        idle = IDLE_TEXT if isinstance(self.envs.single_action_space, gym.spaces.Text) else IDLE_ACTION
+        full: list[Any] = [idle] * len(self)
         for i, action in zip(active, actions, strict=True):
             full[i] = action
         return full
-
-
-def _filler(envs: VectorEnv, info: Mapping[str, Any]) -> Any:
-    if isinstance(envs.single_action_space, gym.spaces.Text):
-        return ""
-    legal = info.get("legal_actions")
-    return int(legal[0]) if legal is not None and len(legal) else 0
 
 
 def _batch(envs: VectorEnv, actions: Sequence[Any]) -> Any:

@@ -102,6 +102,42 @@ class InfoBox:
         return (InfoBox, (self.info,))
 
 
+IDLE_ACTION, IDLE_TEXT = -1, "\x00llm_gym:idle\x00"
+"""What the stepper sends an env that has no episode left to play (an id no Discrete space has; a text no model
+writes): :class:`Pausable` then leaves the env untouched for that step."""
+
+
+class Pausable(gym.Wrapper):
+    """Leaves the env untouched on an idle action: the latest observation comes back with reward 0 and no end, and
+    nothing below (the env, its statistics, its recorders) sees a step. A vector env steps every env at once; this is
+    how the envs that finished their share of episodes sit out the others' last steps."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self._latest: tuple[Any, dict[str, Any]] = (None, {})
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        obs, info = self.env.reset(**kwargs)
+        self._latest = (obs, info)
+        return obs, info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if _idle(action):
+            return self._latest[0], 0.0, False, False, self._latest[1]
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self._latest = (obs, info)
+        return obs, reward, terminated, truncated, info
+
+
+def _idle(action: Any) -> bool:
+    if isinstance(action, str):
+        return action == IDLE_TEXT
+    try:
+        return int(action) == IDLE_ACTION
+    except (TypeError, ValueError):
+        return False
+
+
 BOX_KEY = "llm_gym"
 """The vector-env info key under which each env's :class:`InfoBox` travels."""
 
