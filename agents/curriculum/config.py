@@ -15,12 +15,12 @@ class CurriculumConfig(AgentConfig):
     base: str = "ppo_lora"
     """The learner plugin that trains (any agent whose train() takes a task sampler: ppo_lora, nanogpt_ppo, ...)."""
     base_config: dict[str, Any] = field(default_factory=dict)
-    """The base learner's own settings (a [base_config] table, or --set base_config='{"num_envs": 4}'); its
-    total_steps and seed come from this config."""
+    """The base learner's own settings (a base_config table in the TOML file, or --set base_config='{"num_envs": 4}');
+    its total_steps and seed come from this config."""
     stages: tuple[dict[str, Any], ...] = ()
-    """[[stages]] tables: name, tasks ("first-last"), threshold, optional window / demote_below, and the env's reset
-    options (OpenSpiel: opponent, mcts, seat; Trace: level). Empty: the seed's three OpenSpiel stages
-    (docs/curriculum.md)."""
+    """One TOML table per stage (an array of tables named stages): name, tasks ("first-last"), threshold, optional
+    window / demote_below, and the env's reset options (OpenSpiel: opponent, mcts, seat; Trace: level). Empty: the
+    seed's three OpenSpiel stages (docs/curriculum.md)."""
     window: int = 100
     """Recent episodes of a stage its success rate is measured over (a stage's own window wins)."""
     buffer_size: int = 1000
