@@ -106,6 +106,11 @@ class Agent(abc.ABC):
 
         If ``run.resumed_from`` is set, continue from that checkpoint. Returns the summary (also written to
         ``summary.json``).
+
+        A learner that can train on tasks chosen by someone else also takes ``sampler``, a
+        :class:`llm_gym.tasks.TaskSampler` (the ``curriculum`` agent passes one): it wraps its training envs with
+        :func:`llm_gym.sampled_tasks.wrap_envs` (or ``SampledTasks``), keeps ``sampler_state(...)`` in every
+        checkpoint and calls ``restore_sampler(...)`` on resume.
         """
 
     @abc.abstractmethod
