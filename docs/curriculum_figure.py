@@ -52,8 +52,12 @@ def main(run: Path, out: Path) -> None:
         drawn[stage["name"]] = series
         if series:
             parts.append(polyline([(x(s), y(v, top)) for s, v in series], colour))
-        parts.append(polyline([(x(0), y(stage["threshold"], top)), (x(last_step), y(stage["threshold"], top))], colour, True))
-        parts.append(f'<text x="{WIDTH - PAD + 4}" y="{y(stage["threshold"], top) + 4:.1f}" fill="{colour}">{stage["name"]}</text>')
+        parts.append(
+            polyline([(x(0), y(stage["threshold"], top)), (x(last_step), y(stage["threshold"], top))], colour, True)
+        )
+        parts.append(
+            f'<text x="{WIDTH - PAD + 4}" y="{y(stage["threshold"], top) + 4:.1f}" fill="{colour}">{stage["name"]}</text>'
+        )
     buffer = data.get("curriculum/buffer_size", [])
     high = max([v for _, v in buffer] + [1.0])
     if buffer:
