@@ -108,9 +108,8 @@ class Agent(abc.ABC):
         ``summary.json``).
 
         A learner that can train on tasks chosen by someone else also takes ``sampler``, a
-        :class:`llm_gym.tasks.TaskSampler` (the ``curriculum`` agent passes one): it wraps its training envs with
-        :func:`llm_gym.sampled_tasks.wrap_envs` (or ``SampledTasks``), keeps ``sampler_state(...)`` in every
-        checkpoint and calls ``restore_sampler(...)`` on resume.
+        :class:`llm_gym.tasks.TaskSampler` (the ``curriculum`` agent passes one), and hands it to its
+        :class:`llm_gym.stepping.EnvStepper`, whose state (sampler included) goes into every checkpoint.
         """
 
     @abc.abstractmethod
