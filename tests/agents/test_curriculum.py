@@ -84,6 +84,13 @@ def test_failure_buffer_replays_at_the_configured_share(tmp_path: Path) -> None:
     assert abs(counts["replayed"] / drawn - 0.5) < 0.15
     assert summary["curriculum"]["buffer_size"] == counts["added"] - counts["solved"] - counts["evicted"]
 
+    # The run's checkpoint is the learner's own: play evaluates it per game.
+    args = ["play", "--checkpoint", str(tmp_path / "replay"), "--env", ENV, "--task-ids", f"{KUHN}-{KUHN + 1}"]
+    result = CliRunner().invoke(build_app(), [*args, "--opponent", "mcts", "--episodes", "4", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["agent"] == "curriculum" and [row["game"] for row in report["per_game"]] == ["kuhn_poker"]
+
 
 @pytest.mark.timeout(600)
 def test_sigkill_then_resume_keeps_stage_and_buffer(tmp_path: Path) -> None:
