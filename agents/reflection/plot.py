@@ -14,6 +14,7 @@ def plot_rewards(history: Sequence[dict[str, Any]], path: Path, title: str) -> P
 
     matplotlib.use("Agg")  # no display: files only
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     trials = [h for h in history if "trial" in h]
     evals = [h for h in history if "eval" in h]
@@ -34,6 +35,7 @@ def plot_rewards(history: Sequence[dict[str, Any]], path: Path, title: str) -> P
             marker="s",
             label="evaluation (greedy, held-out seeds)",
         )
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_xlabel("iteration (0 = zero-shot)")
     axes.set_ylabel("mean episode reward")
     axes.set_title(f"reflection on {title}")
