@@ -96,6 +96,9 @@ class Agent(abc.ABC):
     Config: ClassVar[type[AgentConfig]] = AgentConfig
     learns: ClassVar[bool] = True
     """False for baselines, whose ``train`` only records how they play."""
+    fixed_on_resume: ClassVar[tuple[str, ...]] = ()
+    """Config fields a resume cannot change (they set the shapes of what a checkpoint holds); ``train --resume``
+    refuses a change to one, naming it, before touching the run."""
 
     def __init__(self, config: AgentConfig | None = None) -> None:
         self.config = config if config is not None else self.Config()

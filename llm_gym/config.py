@@ -85,7 +85,7 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     except (ValueError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read config file {str(path)!r}: {exc}") from exc
     # A run's config.json nests the agent config under "config".
-    if isinstance(data.get("config"), dict) and "agent" in data:
+    if isinstance(data, dict) and isinstance(data.get("config"), dict) and "agent" in data:
         data = data["config"]
     if not isinstance(data, dict):
         raise ConfigError(f"config file {str(path)!r} must hold a table of key = value pairs")

@@ -38,6 +38,8 @@ class PluginInfo:
 
 
 _loaded: list[PluginInfo] = []
+command_conflicts: list[str] = []
+"""Commands a plugin's ``register_commands`` added under a taken name (ignored); filled by the CLI's app."""
 
 
 @functools.cache
@@ -86,7 +88,7 @@ def plugin_failures() -> list[str]:
     """One line per plugin or registration that failed."""
     get_plugin_manager()
     lines = [f"plugin {p.name!r} from {p.distribution}: {p.error}" for p in _loaded if p.error]
-    return lines + list(agent_registry().conflicts) + list(backend_registry().conflicts)
+    return lines + list(agent_registry().conflicts) + list(backend_registry().conflicts) + list(command_conflicts)
 
 
 @dataclass

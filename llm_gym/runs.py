@@ -2,16 +2,21 @@
 atomic checkpoints, videos and ``summary.json``.
 
 A checkpoint is written into a hidden temp directory and renamed into place, so ``checkpoints/step_N`` is either
-complete or absent; a run killed at any moment resumes from its newest complete checkpoint.
+complete or absent; a run killed at any moment resumes from its newest complete checkpoint. Its ``checkpoint.json``
+holds a manifest (size and SHA-256 of every file), checked before a checkpoint is used: a damaged one (a truncated
+or altered file) is skipped, with a note, for the newest one that verifies. A named checkpoint (``best``) is
+replaced through a recoverable name, so a kill at any moment leaves the old or the new one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
 import shutil
+import sys
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -23,7 +28,11 @@ from llm_gym.snapshots import can_pickle  # noqa: F401  (its old home; agents im
 
 CONFIG_FILE = "config.json"
 SUMMARY_FILE = "summary.json"
+MANIFEST_FILE = "checkpoint.json"
 _STEP_DIR = re.compile(r"^step_(\d+)$")
+_OLD_PREFIX = ".old-"  # a named checkpoint being replaced; restored by Run.open if the new one never arrived
+_RUN_KEYS = ("agent", "env_id", "config")
+_NOTED: set[str] = set()
 
 
 def default_run_name(env_id: str, agent: str, seed: int) -> str:
@@ -82,12 +91,15 @@ class Run:
             raise CheckpointError(
                 f"{run.path} already holds a run; resume it with --resume {run.path} or pick another --run-dir"
             )
-        run.path.mkdir(parents=True, exist_ok=True)
-        run.checkpoints_dir.mkdir(exist_ok=True)
-        write_json_atomic(
-            run.path / CONFIG_FILE,
-            {"agent": agent, "env_id": env_id, "env_kwargs": dict(env_kwargs or {}), "config": dict(config)},
-        )
+        try:
+            run.path.mkdir(parents=True, exist_ok=True)
+            run.checkpoints_dir.mkdir(exist_ok=True)
+            write_json_atomic(
+                run.path / CONFIG_FILE,
+                {"agent": agent, "env_id": env_id, "env_kwargs": dict(env_kwargs or {}), "config": dict(config)},
+            )
+        except OSError as exc:
+            raise CheckpointError(f"cannot create the run directory {run.path}: {exc.strerror or exc}") from exc
         return run
 
     @classmethod
@@ -97,10 +109,14 @@ class Run:
         gives None (agents that learn nothing, such as baselines, have no checkpoints)."""
         run = cls.open(find_run_dir(path))
         if Path(path).resolve() != run.path.resolve():
+            problem = verify_checkpoint(Path(path))
+            if problem:
+                raise CheckpointError(f"checkpoint {path} is damaged ({problem}); pass its run directory to use the "
+                                      "newest checkpoint that verifies")  # fmt: skip
             return run, Path(path)
-        latest = run.latest_checkpoint()
+        latest = run.latest_verified_checkpoint()
         if latest is None and required:
-            raise CheckpointError(f"{run.path} has no complete checkpoint yet")
+            raise CheckpointError(f"{run.path} has no complete checkpoint yet (none that verifies)")
         return run, latest
 
     @classmethod
@@ -111,16 +127,36 @@ class Run:
             raise CheckpointError(
                 f"{run.path} is not a run directory (no {CONFIG_FILE}); pass the directory train created"
             )
-        run.checkpoints_dir.mkdir(exist_ok=True)
-        for leftover in run.checkpoints_dir.glob(".tmp-*"):
-            shutil.rmtree(leftover, ignore_errors=True)
+        run.read_config()  # a damaged config.json is reported here, before anything else is touched
+        try:
+            run.checkpoints_dir.mkdir(exist_ok=True)
+            for leftover in run.checkpoints_dir.glob(".tmp-*"):
+                shutil.rmtree(leftover, ignore_errors=True)
+            for old in sorted(run.checkpoints_dir.glob(_OLD_PREFIX + "*")):
+                name = old.name[len(_OLD_PREFIX) :].rsplit("-", 1)[0]
+                if (run.checkpoints_dir / name).exists():
+                    shutil.rmtree(old, ignore_errors=True)
+                else:  # killed between the two renames of a replacement: the old one comes back
+                    os.rename(old, run.checkpoints_dir / name)
+        except OSError as exc:
+            raise CheckpointError(f"cannot use the run directory {run.path}: {exc.strerror or exc}") from exc
         return run
 
     # -- config ------------------------------------------------------------------------------------------------
 
     def read_config(self) -> dict[str, Any]:
-        """``{"agent", "env_id", "env_kwargs", "config"}`` as written by :meth:`create`."""
-        return json.loads((self.path / CONFIG_FILE).read_text())
+        """``{"agent", "env_id", "env_kwargs", "config"}`` as written by :meth:`create`; a damaged file raises
+        :class:`CheckpointError` naming what is wrong."""
+        path = self.path / CONFIG_FILE
+        try:
+            data = json.loads(path.read_bytes())
+        except (OSError, ValueError) as exc:
+            raise CheckpointError(f"{path} is damaged or unreadable ({type(exc).__name__}: {exc})") from exc
+        missing = [key for key in _RUN_KEYS if not isinstance(data, dict) or key not in data]
+        if missing or not isinstance(data.get("config"), dict):
+            raise CheckpointError(f"{path} is damaged: it lacks {', '.join(missing) or 'a config table'}")
+        data.setdefault("env_kwargs", {})
+        return data
 
     def update_config(self, config: Mapping[str, Any]) -> None:
         """Replace the agent config (``--resume`` with ``--set`` overrides)."""
@@ -139,13 +175,14 @@ class Run:
         tmp.mkdir(parents=True)
         try:
             yield tmp
-            write_json_atomic(tmp / "checkpoint.json", {"step": step, "time": time.time()})
+            write_json_atomic(tmp / MANIFEST_FILE, {"step": step, "time": time.time(), "files": _manifest(tmp)})
             _fsync_tree(tmp)
             if final.exists():
-                stale = self.checkpoints_dir / f".tmp-old-{final.name}-{uuid.uuid4().hex[:8]}"
-                os.rename(final, stale)
+                # Not a .tmp- name: Run.open renames it back if a kill comes before the second rename.
+                old = self.checkpoints_dir / f"{_OLD_PREFIX}{final.name}-{uuid.uuid4().hex[:8]}"
+                os.rename(final, old)
                 os.rename(tmp, final)
-                shutil.rmtree(stale, ignore_errors=True)
+                shutil.rmtree(old, ignore_errors=True)
             else:
                 os.rename(tmp, final)
         except BaseException:
@@ -158,14 +195,27 @@ class Run:
         if self.checkpoints_dir.is_dir():
             for child in self.checkpoints_dir.iterdir():
                 match = _STEP_DIR.match(child.name)
-                if match and (child / "checkpoint.json").is_file():
+                if match and _read_manifest(child) is not None:
                     found.append((int(match.group(1)), child))
         return sorted(found)
 
     def latest_checkpoint(self) -> Path | None:
-        """The newest complete checkpoint, or None."""
+        """The newest complete checkpoint, or None (not verified: see :meth:`latest_verified_checkpoint`)."""
         found = self.checkpoints()
         return found[-1][1] if found else None
+
+    def latest_verified_checkpoint(self) -> Path | None:
+        """The newest checkpoint whose files match its manifest, or None; each damaged one skipped is reported on
+        stderr (one line each, with what is wrong)."""
+        for _, path in reversed(self.checkpoints()):
+            problem = verify_checkpoint(path)
+            if problem is None:
+                return path
+            note = f"note: skipping damaged checkpoint {path} ({problem})"
+            if note not in _NOTED:  # once per process (a command may look for the checkpoint twice)
+                _NOTED.add(note)
+                print(note, file=sys.stderr)
+        return None
 
     def prune_checkpoints(self, keep: int) -> None:
         """Delete all but the newest ``keep`` step checkpoints (named ones such as ``best`` stay)."""
@@ -203,6 +253,49 @@ class Run:
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+
+
+def _manifest(directory: Path) -> dict[str, list]:
+    """``{relative path: [size, sha256]}`` of every file under ``directory`` but the manifest itself."""
+    files = {}
+    for path in sorted(directory.rglob("*")):
+        if path.is_file() and path.name != MANIFEST_FILE:
+            with open(path, "rb") as handle:
+                digest = hashlib.file_digest(handle, "sha256").hexdigest()
+            files[path.relative_to(directory).as_posix()] = [path.stat().st_size, digest]
+    return files
+
+
+def _read_manifest(checkpoint: Path) -> dict[str, Any] | None:
+    """The checkpoint's ``checkpoint.json`` if it is a JSON object with an integer step, else None."""
+    try:
+        data = json.loads((checkpoint / MANIFEST_FILE).read_bytes())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("step"), int) else None
+
+
+def verify_checkpoint(checkpoint: Path) -> str | None:
+    """None when every file of ``checkpoint`` has the size and SHA-256 its manifest records, else what is wrong.
+
+    Checkpoints written before manifests existed (no ``files``) pass on a readable ``checkpoint.json``."""
+    manifest = _read_manifest(checkpoint)
+    if manifest is None:
+        return f"no readable {MANIFEST_FILE}"
+    files = manifest.get("files", {})
+    if not isinstance(files, dict):
+        return f"{MANIFEST_FILE} has no file list"
+    for name, entry in files.items():
+        path = checkpoint / name
+        if not path.is_file():
+            return f"{name} is missing"
+        size = path.stat().st_size
+        if not isinstance(entry, list) or len(entry) != 2 or size != entry[0]:
+            return f"{name} has {size} bytes, {entry[0] if isinstance(entry, list) else '?'} were written"
+        with open(path, "rb") as handle:
+            if hashlib.file_digest(handle, "sha256").hexdigest() != entry[1]:
+                return f"{name} does not match its checksum"
+    return None
 
 
 def find_run_dir(checkpoint: str | Path) -> Path:

@@ -25,6 +25,7 @@ class ReflectionAgent(Agent):
         "Trial, reflect on poor steps, verify the corrections by replay, fine-tune (LoRA or full); text LMs and VLMs."
     )
     Config = ReflectionConfig
+    fixed_on_resume = ("model", "finetune", "lora_rank", "lora_alpha")
 
     config: ReflectionConfig
 

@@ -1,26 +1,60 @@
-"""The ``llm-gym`` command: one module per sub-command, plus whatever plugins add through ``register_commands``."""
+"""The ``llm-gym`` command: one module per sub-command, plus whatever plugins add through ``register_commands``.
+
+Every mistake on the command line (an unknown sub-command or option, a bad option value, an ``LLMGymError``) ends
+in one line on stderr and exit code 2; ``LLM_GYM_DEBUG=1`` shows the traceback instead.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
+from typing import Any
 
 import typer
+import typer.core
+import typer.main
 
 from llm_gym.cli import agents, bench, envs, play, plugins, train
-from llm_gym.cli.common import err_console
+from llm_gym.cli.common import EXIT_USER_ERROR, err_console
+from llm_gym.errors import LLMGymError, suggest
 
 BUILTIN_COMMANDS = (envs, agents, plugins, train, play, bench)
+
+# Typer's click exception classes (recent Typer versions ship their own copy of click, older ones use click).
+_UsageError = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+_ClickException = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+class _Commands(typer.core.TyperGroup):
+    """Typer's group with an unknown sub-command named with its close matches (as env and agent ids are)."""
+
+    def resolve_command(self, ctx: typer.Context, args: list[str]) -> Any:
+        name = str(args[0]) if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            known = self.list_commands(ctx)
+            matches = suggest(name, known)
+            hint = f"did you mean {', '.join(repr(m) for m in matches)}?" if matches else "see `llm-gym --help`"
+            raise _UsageError(f"unknown command {name!r}; {hint}", ctx)
+        return super().resolve_command(ctx, args)
+
+
+def _command_names(app: typer.Typer) -> list[str]:
+    names = [info.name or typer.main.get_command_name(info.callback.__name__) for info in app.registered_commands]
+    return names + [
+        info.name or getattr(info.typer_instance.info, "name", None) or "" for info in app.registered_groups
+    ]
 
 
 def build_app() -> typer.Typer:
     """A fresh Typer app with the built-in commands and every plugin's commands."""
-    from llm_gym.plugins import get_plugin_manager
+    from llm_gym.plugins import command_conflicts, get_plugin_manager
 
     app = typer.Typer(
         name="llm-gym",
         help="Train language models to play games with reinforcement learning.",
         add_completion=False,
         pretty_exceptions_enable=False,
+        cls=_Commands,
     )
 
     @app.callback(invoke_without_command=True)
@@ -40,14 +74,55 @@ def build_app() -> typer.Typer:
     for module in BUILTIN_COMMANDS:
         module.register(app)
     manager = get_plugin_manager()
+    command_conflicts.clear()
     for impl in manager.hook.register_commands.get_hookimpls():
+        owner = manager.get_name(impl.plugin)
+        before = (len(app.registered_commands), len(app.registered_groups))
+        taken = set(_command_names(app))
         try:
             impl.function(app=app)
         except Exception as exc:  # a broken plugin command must not take the CLI down
-            err_console.print(f"plugin {manager.get_name(impl.plugin)!r} failed to add commands: {exc}", markup=False)
+            err_console.print(f"plugin {owner!r} failed to add commands: {exc}", markup=False)
+        _drop_clashes(app, before, taken, owner, command_conflicts)
     return app
+
+
+def _drop_clashes(app: typer.Typer, before: tuple[int, int], taken: set[str], owner: Any, out: list[str]) -> None:
+    """Remove what a plugin added under a name already taken (a built-in, or an earlier plugin's); report it."""
+    for registered, start in ((app.registered_commands, before[0]), (app.registered_groups, before[1])):
+        for info in list(registered[start:]):
+            name = getattr(info, "name", None)
+            if name is None and hasattr(info, "callback") and info.callback is not None:
+                name = typer.main.get_command_name(info.callback.__name__)
+            if name in taken:
+                registered.remove(info)
+                out.append(f"register_commands: command {name!r} from plugin {owner!r} ignored; it is taken")
+            elif name:
+                taken.add(name)
 
 
 def main() -> None:
     """Entry point of the ``llm-gym`` script."""
-    build_app()(prog_name="llm-gym", args=sys.argv[1:])
+    debug = os.environ.get("LLM_GYM_DEBUG") == "1"
+    try:
+        code = build_app()(prog_name="llm-gym", args=sys.argv[1:], standalone_mode=False)
+    except _UsageError as exc:
+        if debug:
+            raise
+        message = " ".join(exc.format_message().split())
+        if "--help" not in message:
+            message += f" (see `{exc.ctx.command_path if exc.ctx is not None else 'llm-gym'} --help`)"
+        print(f"error: {message}", file=sys.stderr)
+        sys.exit(EXIT_USER_ERROR)
+    except LLMGymError as exc:  # raised outside a command's own handler (a plugin command, the app itself)
+        if debug:
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(EXIT_USER_ERROR)
+    except typer.Abort:
+        print("aborted", file=sys.stderr)
+        sys.exit(1)
+    except _ClickException as exc:
+        print(f"error: {' '.join(exc.format_message().split())}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -8,6 +8,7 @@ from rich.table import Table
 
 from llm_gym.cli.common import JsonOption, cli_errors, console, print_json
 from llm_gym.envs.catalog import env_family, env_ids
+from llm_gym.errors import UnknownNameError
 
 
 def _rows() -> list[dict[str, object]]:
@@ -25,7 +26,11 @@ def envs(
     as_json: JsonOption = False,
 ) -> None:
     """List the env ids llm-gym registers."""
-    rows = [r for r in _rows() if family is None or r["family"] == family]
+    all_rows = _rows()
+    families = sorted({str(r["family"]) for r in all_rows})
+    if family is not None and family not in families:
+        raise UnknownNameError("env family", family, families)
+    rows = [r for r in all_rows if family is None or r["family"] == family]
     if as_json:
         print_json(rows)
         return

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -27,7 +28,8 @@ from llm_gym.cli.common import (
 )
 from llm_gym.cli.task_report import episode_task_ids, per_game
 from llm_gym.envs.catalog import env_spec
-from llm_gym.errors import ConfigError
+from llm_gym.envs.catalog import make as make_env
+from llm_gym.errors import ConfigError, UnsupportedEnvError
 from llm_gym.evaluation import Stopwatch, run_episodes
 from llm_gym.plugins import get_agent
 from llm_gym.stats import mean_ci95
@@ -43,7 +45,7 @@ def play(
     seed: SeedOption = None,
     num_envs: Annotated[int, typer.Option("--num-envs", min=1, help="Envs stepped in lockstep (batched).")] = 1,
     max_steps: Annotated[
-        int | None, typer.Option("--max-steps", help="Cut each episode after this many steps.")
+        int | None, typer.Option("--max-steps", min=1, help="Cut each episode after this many steps.")
     ] = None,
     video: Annotated[Path | None, typer.Option("--video", help="Record the first episode to this mp4.")] = None,
     model: ModelOption = None,
@@ -64,6 +66,8 @@ def play(
     also the win rate and mean score per game.
 
     With --checkpoint, the agent and (unless --env is given) the env are the checkpoint's."""
+    if video is not None:
+        check_video_path(video)
     env_kwargs = parse_env_args(env_args)
     if opponent is not None:
         env_kwargs["opponent"] = opponent
@@ -71,6 +75,9 @@ def play(
     if checkpoint is not None:
         if agent is not None:
             raise ConfigError("give --agent or --checkpoint, not both (a checkpoint knows its agent)")
+        if env is not None:
+            env_spec(env)
+            check_same_action_set(checkpoint, EnvConfig(env, env_kwargs))
         policy, agent_obj = load_policy(checkpoint, EnvConfig(env, env_kwargs) if env else None)
         agent_name, env_id = agent_obj.name, env or _checkpoint_env(checkpoint)
     else:
@@ -147,6 +154,44 @@ def play(
         console.print(games)
     if video:
         console.print(f"video: {video}")
+
+
+def check_video_path(video: Path) -> None:
+    """A video goes into an existing, writable folder (nothing is created for it) under a file name."""
+    folder = video.parent
+    if video.is_dir():
+        raise ConfigError(f"--video {video} is a folder; give a file name such as {video / 'episode.mp4'}")
+    if not folder.is_dir():
+        raise ConfigError(f"--video {video}: the folder {folder} does not exist; create it first")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(f"--video {video}: the folder {folder} is not writable")
+
+
+def check_same_action_set(checkpoint: Path, env: EnvConfig) -> None:
+    """A policy acts on the action set it was trained on: refuse an env with another one (before any tensor
+    shape error could say so less clearly)."""
+    from llm_gym.runs import Run
+
+    run, _ = Run.resolve_checkpoint(checkpoint, required=False)
+    saved = run.read_config()
+    if saved["env_id"] == env.env_id:
+        return
+    trained = make_env(saved["env_id"], **saved["env_kwargs"])
+    target = make_env(env.env_id, **env.kwargs)
+    try:
+        if trained.action_space != target.action_space:
+            raise UnsupportedEnvError(
+                f"{checkpoint} was trained on {saved['env_id']} ({_actions(trained)}); {env.env_id} has "
+                f"{_actions(target)}: a policy plays the action set it was trained on"
+            )
+    finally:
+        trained.close()
+        target.close()
+
+
+def _actions(env: Any) -> str:
+    space = env.action_space
+    return f"{space.n} actions" if hasattr(space, "n") else f"a {type(space).__name__} action space"
 
 
 def _checkpoint_env(checkpoint: Path) -> str:

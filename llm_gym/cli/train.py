@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -24,7 +25,8 @@ from llm_gym.cli.common import (
 )
 from llm_gym.config import from_dict, to_dict
 from llm_gym.envs.catalog import env_spec
-from llm_gym.errors import ConfigError
+from llm_gym.envs.catalog import make as make_env
+from llm_gym.errors import CheckpointError, ConfigError, LLMGymError
 from llm_gym.plugins import get_agent
 from llm_gym.runs import Run
 
@@ -49,23 +51,10 @@ def train(
 ) -> None:
     """Train AGENT on ENV into a run directory (config, TensorBoard, checkpoints, videos, summary.json)."""
     if resume is not None:
-        run = Run.open(resume)
-        saved = run.read_config()
-        for given, key in ((agent, "agent"), (env, "env_id")):
-            if given is not None and given != saved[key]:
-                raise ConfigError(
-                    f"{resume} was trained with {key}={saved[key]!r}, not {given!r}; drop the option to resume"
-                )
-        agent_cls = get_agent(saved["agent"])
-        base = from_dict(agent_cls.Config, saved["config"], source=str(run.path / "config.json"))
-        config = resolve_config(
-            agent_cls.Config, config_file=config_file, sets=sets, model=model, seed=seed, backend=backend, base=base
+        agent_cls, config, env_config, run = _prepare_resume(
+            resume, agent, env, model, backend, seed, sets, config_file, env_args
         )
-        run.update_config(to_dict(config))
-        run.resumed_from = run.latest_checkpoint()
-        env_config = EnvConfig(saved["env_id"], {**saved.get("env_kwargs", {}), **parse_env_args(env_args)})
-        where = f"from {run.resumed_from}" if run.resumed_from else "from the start (no complete checkpoint yet)"
-        console.print(f"resuming {run.path} {where}")
+        created = False
     else:
         if agent is None or env is None:
             raise ConfigError("train needs --agent NAME and --env ID (or --resume RUN_DIR)")
@@ -75,15 +64,72 @@ def train(
             agent_cls.Config, config_file=config_file, sets=sets, model=model, seed=seed, backend=backend
         )
         env_config = EnvConfig(env, parse_env_args(env_args))
+        check_env_arguments(env_config)
+        created = run_dir is None or not run_dir.exists()  # (a new name under --runs-root is always new)
         run = Run.create(env, agent, to_dict(config), root=runs_root, path=run_dir, env_kwargs=env_config.kwargs)
         console.print(f"run directory: {run.path}")
     try:
         summary = agent_cls(config).train(env_config, run)
+    except LLMGymError:
+        # Refused before it could learn anything (e.g. an agent that does not take this env): leave no run
+        # directory behind, so the same command can be run again once fixed.
+        if created and not run.checkpoints() and not (run.path / "summary.json").exists():
+            run.close()
+            shutil.rmtree(run.path, ignore_errors=True)
+        raise
     finally:
         run.close()
     keys = ("env_steps", "episodes", "mean_return", "ci95", "best_eval_return")
     console.print({k: summary[k] for k in keys if k in summary})
     console.print(f"summary: {run.path / 'summary.json'}")
+
+
+def _prepare_resume(
+    resume: Path,
+    agent: str | None,
+    env: str | None,
+    model: str | None,
+    backend: str | None,
+    seed: int | None,
+    sets: list[str] | None,
+    config_file: Path | None,
+    env_args: list[str] | None,
+) -> tuple[type, Any, EnvConfig, Run]:
+    """Check everything a resume needs before changing anything in the run; config.json is rewritten last."""
+    run = Run.open(resume)
+    saved = run.read_config()
+    for given, key in ((agent, "agent"), (env, "env_id")):
+        if given is not None and given != saved[key]:
+            raise ConfigError(
+                f"{resume} was trained with {key}={saved[key]!r}, not {given!r}; drop the option to resume"
+            )
+    agent_cls = get_agent(saved["agent"])
+    base = from_dict(agent_cls.Config, saved["config"], source=str(run.path / "config.json"))
+    config = resolve_config(
+        agent_cls.Config, config_file=config_file, sets=sets, model=model, seed=seed, backend=backend, base=base
+    )
+    changed = [f for f in agent_cls.fixed_on_resume if getattr(config, f, None) != getattr(base, f, None)]
+    if changed:
+        shown = ", ".join(f"{f} ({getattr(base, f)!r} -> {getattr(config, f)!r})" for f in changed)
+        raise ConfigError(
+            f"a resume cannot change {shown}: the checkpoints hold their shapes; start a new run to change them"
+        )
+    env_config = EnvConfig(saved["env_id"], {**saved["env_kwargs"], **parse_env_args(env_args)})
+    check_env_arguments(env_config)
+    run.resumed_from = run.latest_verified_checkpoint()
+    if run.resumed_from is None and run.checkpoints():
+        raise CheckpointError(f"no checkpoint of {run.path} verifies (see the notes above); nothing was changed")
+    if to_dict(config) != saved["config"]:
+        run.update_config(to_dict(config))
+    where = f"from {run.resumed_from}" if run.resumed_from else "from the start (no complete checkpoint yet)"
+    console.print(f"resuming {run.path} {where}")
+    return agent_cls, config, env_config, run
+
+
+def check_env_arguments(env: EnvConfig) -> None:
+    """Make the env once with its arguments, so a bad ``--env-arg`` is reported before a run directory exists."""
+    made = make_env(env.env_id, **env.kwargs)
+    made.close()
 
 
 def register(app: typer.Typer) -> None:

@@ -146,6 +146,33 @@ def test_duplicate_agent_name_is_reported(install_plugin) -> None:
     assert any("'random'" in line and "llm_gym_dupe" in line for line in plugin_failures())
 
 
+def test_a_plugin_command_cannot_replace_a_builtin(install_plugin) -> None:
+    install_plugin(
+        "llm_gym_hijack",
+        """
+        import llm_gym
+
+        @llm_gym.hookimpl
+        def register_commands(app):
+            @app.command("play")
+            def play() -> None:
+                print("hijacked")
+
+            @app.command()
+            def greet() -> None:
+                print("greetings")
+        """,
+    )
+    app = build_app()
+    result = CliRunner().invoke(app, ["play", "--help"])
+    assert result.exit_code == 0 and "hijacked" not in result.output and "--checkpoint" in result.output
+    assert CliRunner().invoke(app, ["greet"]).output == "greetings\n", "its other commands still come in"
+    clash = [line for line in plugin_failures() if "'play'" in line and "llm_gym_hijack" in line]
+    assert len(clash) == 1 and "ignored" in clash[0]
+    listing = CliRunner().invoke(app, ["plugins"])
+    assert "llm_gym_hijack" in listing.output and "'play'" in listing.output
+
+
 def test_every_hook_has_a_test() -> None:
     hooks = [name for name, _ in inspect.getmembers(hookspecs, inspect.isfunction) if name.startswith("register_")]
     source = Path(__file__).read_text()

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
+from ale_py import ALEInterface, LoggerMode
 from ale_py.env import AtariEnv
 
 from llm_gym.envs.atari.breakout import Breakout
@@ -21,6 +22,10 @@ from llm_gym.envs.inputs import action_id, int_option, reset_options
 from llm_gym.errors import ConfigError, UnknownNameError
 
 GAMES: dict[str, type[AtariGame]] = {"breakout": Breakout, "pong": Pong}
+
+# ALE's banner ("A.L.E: Arcade Learning Environment ...") goes to stderr at every first env: keep errors only, so a
+# command's stderr carries what concerns the user (one line for a mistake).
+ALEInterface.setLoggerMode(LoggerMode.Error)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,147 @@
+"""Damaged run directories, made by a tiny real ``nanogpt_ppo`` run through the real ``llm-gym`` script: a failed
+resume changes nothing, damaged checkpoints are skipped for the newest one that verifies (saying so), damaged run
+files give one line and exit code 2, and ``best`` survives a kill -9 between the two renames that replace it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from llm_gym.runs import Run, verify_checkpoint
+
+LLM_GYM = str(Path(sys.executable).parent / "llm-gym")
+ENV = "LLMBreakout-ascii-v0"
+TINY = {
+    "n_layer": 1, "n_head": 2, "n_embd": 16, "mlp_ratio": 2, "num_envs": 2, "num_steps": 32, "minibatch_size": 32,
+    "update_epochs": 1, "eval_every": 64, "eval_episodes": 1, "eval_max_steps": 20, "threads": 1,
+    "progress": False, "total_steps": 192, "checkpoint_every": 64, "keep_checkpoints": 5,
+}  # fmt: skip
+
+
+def llm_gym(*args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "LLM_GYM_DEBUG"}
+    return subprocess.run([LLM_GYM, *args], capture_output=True, text=True, env=env, timeout=600)
+
+
+def error_line(done: subprocess.CompletedProcess) -> str:
+    lines = [line for line in done.stderr.strip().splitlines() if not line.startswith("note: ")]
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert "Traceback" not in done.stderr
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished run with checkpoints at steps 64, 128 and 192 and a ``best`` one."""
+    run_dir = tmp_path_factory.mktemp("trained") / "run"
+    sets = [arg for key, value in TINY.items() for arg in ("--set", f"{key}={json.dumps(value)}")]
+    done = llm_gym("train", "--agent", "nanogpt_ppo", "--env", ENV, "--run-dir", str(run_dir), *sets)
+    assert done.returncode == 0, done.stderr
+    assert [step for step, _ in Run.open(run_dir).checkpoints()] == [64, 128, 192]
+    return run_dir
+
+
+@pytest.fixture
+def run(trained: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "run"
+    shutil.copytree(trained, copy)
+    return copy
+
+
+def test_checkpoints_carry_a_manifest_that_verifies(run: Path) -> None:
+    for _, checkpoint in Run.open(run).checkpoints():
+        files = json.loads((checkpoint / "checkpoint.json").read_text())["files"]
+        assert {"model.pt", "training.pt"} <= set(files) and verify_checkpoint(checkpoint) is None
+
+
+def test_a_refused_resume_changes_nothing_and_names_the_fields(run: Path) -> None:
+    before = (run / "config.json").read_bytes()
+    line = error_line(llm_gym("train", "--resume", str(run), "--set", "num_envs=4", "--set", "n_embd=32"))
+    assert "num_envs (2 -> 4)" in line and "n_embd (16 -> 32)" in line
+    assert (run / "config.json").read_bytes() == before
+    done = llm_gym("train", "--resume", str(run), "--set", "total_steps=256")  # a plain resume still works
+    assert done.returncode == 0, done.stderr
+    assert json.loads((run / "config.json").read_text())["config"]["total_steps"] == 256
+
+
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [
+        (lambda c: os.truncate(c / "model.pt", 100), "model.pt has 100 bytes"),
+        (lambda c: os.truncate(c / "envs.pkl", 10), "envs.pkl has 10 bytes"),
+        (
+            lambda c: (c / "training.pt").write_bytes(b"\0" * (c / "training.pt").stat().st_size),
+            "training.pt does not match its checksum",
+        ),
+        (lambda c: (c / "model.pt").unlink(), "model.pt is missing"),
+    ],
+    ids=["truncated-model", "truncated-envs", "zeroed-training", "missing-model"],
+)
+def test_resume_falls_back_to_the_newest_checkpoint_that_verifies(run: Path, damage, problem: str) -> None:
+    newest = run / "checkpoints" / "step_192"
+    damage(newest)
+    line = error_line(llm_gym("play", "--checkpoint", str(newest), "-n", "1"))
+    assert "is damaged" in line and problem in line
+    done = llm_gym("train", "--resume", str(run), "--set", "total_steps=192")  # (step 192 is then written anew)
+    assert done.returncode == 0, done.stderr
+    assert f"skipping damaged checkpoint {newest} ({problem}" in done.stderr
+    said = "".join(done.stdout.split())  # (rich wraps long lines)
+    assert "resuming" in said and "checkpoints/step_128" in said
+
+
+def test_a_checkpoint_json_of_nul_bytes_is_not_complete(run: Path) -> None:
+    (run / "checkpoints" / "step_192" / "checkpoint.json").write_bytes(b"\0" * 64)
+    assert [step for step, _ in Run.open(run).checkpoints()] == [64, 128]
+    done = llm_gym("play", "--checkpoint", str(run), "-n", "1", "--max-steps", "5", "--json")
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("content", [b"{}", b'{"agent": "nanogpt_ppo", "env', b"\0" * 10, b"[]"])
+def test_a_damaged_config_json_is_one_line(run: Path, content: bytes) -> None:
+    (run / "config.json").write_bytes(content)
+    assert "config.json is damaged" in error_line(llm_gym("train", "--resume", str(run)))
+    assert "config.json is damaged" in error_line(llm_gym("play", "--checkpoint", str(run), "-n", "1"))
+    assert (run / "config.json").read_bytes() == content
+
+
+@pytest.mark.parametrize("other", ["LLMPong-ascii-v0", "OpenSpiel-tic_tac_toe-v0"])
+def test_a_policy_on_another_action_set_is_refused(run: Path, other: str) -> None:
+    line = error_line(llm_gym("play", "--checkpoint", str(run), "--env", other, "-n", "1"))
+    assert f"trained on {ENV} (4 actions)" in line and "action set" in line
+
+
+def test_best_survives_a_kill_between_the_renames_that_replace_it(run: Path) -> None:
+    best = run / "checkpoints" / "best"
+    old_step = json.loads((best / "checkpoint.json").read_text())["step"]
+    # A real kill -9, at the chosen moment: the process sends itself SIGKILL at the rename that would put the new
+    # best in place (the old one has just been moved aside).
+    script = textwrap.dedent(f"""
+        import os, signal
+        from llm_gym.runs import Run
+        real_rename = os.rename
+        def rename(src, dst):
+            if os.path.basename(str(dst)) == "best" and ".tmp-" in os.path.basename(str(src)):
+                os.kill(os.getpid(), signal.SIGKILL)
+            real_rename(src, dst)
+        os.rename = rename
+        run = Run.open({str(run)!r})
+        with run.checkpoint(999, name="best") as directory:
+            (directory / "model.pt").write_bytes(b"new best")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+    assert done.returncode == -9, done.stderr
+    assert not best.exists(), "the kill came between the renames"
+    reopened = Run.open(run)  # what every command does first
+    assert best.is_dir() and verify_checkpoint(best) is None
+    assert json.loads((best / "checkpoint.json").read_text())["step"] == old_step
+    assert not [p for p in reopened.checkpoints_dir.iterdir() if p.name.startswith(".")]
+    with reopened.checkpoint(999, name="best") as directory:  # and the next replacement goes through
+        (directory / "model.pt").write_bytes(b"new best")
+    assert json.loads((best / "checkpoint.json").read_text())["step"] == 999
