@@ -4,8 +4,9 @@
     python benchmarks/bench_scaling.py --suite smoke    # any suite (LM entries load the model once per worker)
 
 Each run plays the whole suite into a fresh SQLite store. Ray runs share one local Ray instance started with as many
-CPUs as the largest worker count; their time includes creating the actors (one process each, which imports
-llm-gym and builds its policies), which is what a user waits for. Prints one JSON object.
+CPUs as the largest worker count. Ratios come twice: on the whole wall time (what a user waits for, including
+starting Ray and its actors, each a process that imports llm-gym) and on the playing time alone (``_playing``: the
+steady state a long suite sees). Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from llm_gym.bench.suite import load_suite
 # emulator under a random policy. No LM, so the workers' start-up is small against the work.
 CPU_BOUND_SUITE = """
 description = "bench_scaling: CPU-bound entries (MCTS search, ALE emulation)"
-episodes = 16
+episodes = 32
 max_steps = 400
 num_envs = 4
 
@@ -60,7 +61,14 @@ def timed_run(suite_path: Path, directory: Path, name: str, **ray_options: objec
         start = time.perf_counter()
         report = run_suite(suite, store, progress=False, **ray_options)
         seconds = time.perf_counter() - start
-    return {"episodes": report.played, "seconds": round(seconds, 2), "episodes_per_second": report.played / seconds}
+    playing = seconds - report.startup_seconds
+    return {
+        "episodes": report.played,
+        "seconds": round(seconds, 2),
+        "startup_seconds": round(report.startup_seconds, 2),
+        "episodes_per_second": report.played / seconds,
+        "episodes_per_second_playing": report.played / playing,
+    }
 
 
 def main() -> None:
@@ -85,10 +93,13 @@ def main() -> None:
                 results[f"ray_{workers}"] = timed_run(suite_path, directory, f"ray{workers}", ray=True, workers=workers)
         finally:
             ray.shutdown()
-    local = results["local"]["episodes_per_second"]
-    ratios = {f"{k}_vs_local": v["episodes_per_second"] / local for k, v in results.items() if k != "local"}
-    if "ray_1" in results and "ray_2" in results:
-        ratios["ray_2_vs_ray_1"] = results["ray_2"]["episodes_per_second"] / results["ray_1"]["episodes_per_second"]
+    ratios = {}
+    for rate in ("episodes_per_second", "episodes_per_second_playing"):
+        suffix = "" if rate == "episodes_per_second" else "_playing"
+        local = results["local"][rate]
+        ratios |= {f"{k}_vs_local{suffix}": v[rate] / local for k, v in results.items() if k != "local"}
+        if "ray_1" in results and "ray_2" in results:
+            ratios[f"ray_2_vs_ray_1{suffix}"] = results["ray_2"][rate] / results["ray_1"][rate]
     print(
         json.dumps(
             {
@@ -99,9 +110,7 @@ def main() -> None:
                     "cpus": len(os.sched_getaffinity(0)),
                     "load_average_1min": os.getloadavg()[0],
                 },
-                "runs": {
-                    k: {**v, "episodes_per_second": round(v["episodes_per_second"], 3)} for k, v in results.items()
-                },
+                "runs": {k: {n: round(x, 3) for n, x in v.items()} for k, v in results.items()},
                 "ratios": {k: round(v, 3) for k, v in ratios.items()},
             },
             indent=2,

@@ -9,6 +9,7 @@ checkpoint entry, the checkpoint at the same path).
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -34,7 +35,14 @@ class BenchWorker:
     """A Ray actor's body: plays units and returns their rows (trajectories included)."""
 
     def __init__(self) -> None:
+        from llm_gym.plugins import get_plugin_manager
+
+        get_plugin_manager()  # the agents' imports (torch among them) belong to start-up, not to the first unit
         self.player = UnitPlayer()
+
+    def ready(self) -> bool:
+        """Returns once the actor's process is up (llm-gym imported), so start-up can be timed apart from play."""
+        return True
 
     def play(
         self, suite: str, entry: ResolvedEntry, env: SuiteEnv, unit: WorkUnit, record: bool
@@ -54,8 +62,10 @@ def run_on_ray(
     *,
     address: str | None = None,
     workers: int | None = None,
-) -> None:
-    """Play ``units`` on ``workers`` Ray actors (default: one per CPU Ray sees), handing each row to ``sink``."""
+) -> float:
+    """Play ``units`` on ``workers`` Ray actors (default: one per CPU Ray sees), handing each row to ``sink``.
+    Returns the seconds spent starting Ray and the actors."""
+    start = time.perf_counter()
     ray = ray_module()
     if workers is not None and workers < 1:
         raise ConfigError(f"--workers must be >= 1, got {workers}")
@@ -72,6 +82,8 @@ def run_on_ray(
         count = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         actor_cls = ray.remote(num_cpus=1)(BenchWorker)
         idle = deque(actor_cls.remote() for _ in range(count))
+        ray.get([actor.ready.remote() for actor in idle])
+        startup = time.perf_counter() - start
         queue = deque(units)
         pending: dict[Any, Any] = {}
         while queue or pending:
@@ -87,6 +99,7 @@ def run_on_ray(
     finally:
         if started_here:
             ray.shutdown()
+    return startup
 
 
 def _get(ray: Any, ref: Any) -> Any:

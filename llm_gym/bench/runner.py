@@ -58,6 +58,8 @@ class BenchReport:
     """Wall time of playing."""
     skipped: dict[str, str]
     """Entries not played, and why."""
+    startup_seconds: float = 0.0
+    """Of ``seconds``, the time spent starting Ray and its actors (0 for a local run)."""
 
     @property
     def episodes_per_second(self) -> float:
@@ -227,7 +229,7 @@ def run_suite(
     chunk = min(e.num_envs or suite.num_envs for e in suite.entries) if (ray or ray_address) else None
     units, stored = plan(suite, resolved, store, chunk)
     total = sum(len(u) for u in units)
-    played = 0
+    played, startup = 0, 0.0
     start = time.perf_counter()
     with _progress(progress, total, suite.name) as advance:
 
@@ -242,12 +244,12 @@ def run_suite(
         if ray or ray_address:
             from llm_gym.bench.ray_runner import run_on_ray
 
-            run_on_ray(suite.name, units, resolved, envs, record, sink, address=ray_address, workers=workers)
+            startup = run_on_ray(suite.name, units, resolved, envs, record, sink, address=ray_address, workers=workers)
         else:
             player = UnitPlayer()
             for unit in units:
                 player.play(suite.name, resolved[unit.entry], envs[unit.env_label], unit, record, sink)
-    return BenchReport(total + stored, stored, played, time.perf_counter() - start, skipped)
+    return BenchReport(total + stored, stored, played, time.perf_counter() - start, skipped, startup)
 
 
 def machine_info() -> dict[str, Any]:

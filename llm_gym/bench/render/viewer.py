@@ -44,7 +44,9 @@ function show(i) {
   if (s.answer !== undefined) extra.push('model answer:\\n' + s.answer);
   if (s.expected !== undefined) extra.push('expected:\\n' + s.expected);
   if (s.diff) extra.push('diff:\\n' + s.diff);
-  document.getElementById('extra').textContent = extra.join('\\n\\n');
+  const box = document.getElementById('extra');
+  box.textContent = extra.join('\\n\\n');
+  box.style.display = extra.length ? '' : 'none';
   slider.value = i;
 }
 slider.addEventListener('input', () => show(Number(slider.value)));
@@ -74,7 +76,7 @@ def render_viewer(row: EpisodeRow, trajectory: dict[str, Any], out: Path) -> Pat
     recorded = len(trajectory.get("steps", []))
     summary = (
         f"return {row.episode_return:g}, length {row.length}{' (cut)' if row.truncated else ''}, "
-        f"task id {row.task_id}, env {row.env_id}, agent {row.agent}"
+        f"task id {'–' if row.task_id is None else row.task_id}, env {row.env_id}, agent {row.agent}"
         + (f"; the first {recorded} of {row.length} steps were recorded" if recorded < row.length else "")
     )
     page = f"""<!DOCTYPE html>
