@@ -75,8 +75,7 @@ class RecordingPolicy:
 
 
 class EpisodeTally(gym.Wrapper):
-    """Adds ``bench_raw_return`` (the game's own rewards summed), ``bench_wall_seconds`` and, where the policy reports
-    tokens, ``bench_tokens`` to every step's info (run_episodes keeps these plain values in ``final_info``). With
+    """Adds ``bench_wall_seconds`` and, where the policy reports tokens, ``bench_tokens`` to every step's info (run_episodes keeps these plain values in ``final_info``). With
     ``record``, the steps also go into ``finished[seed]`` for the trajectory viewer."""
 
     def __init__(
@@ -84,22 +83,21 @@ class EpisodeTally(gym.Wrapper):
     ) -> None:
         super().__init__(env)
         self.board, self.finished, self.record = board, finished, record
-        self._raw, self._start, self._seed, self._tokens = 0.0, 0.0, -1, None
+        self._start, self._seed, self._tokens = 0.0, -1, None
         self._steps: list[dict[str, Any]] = []
         self._last: tuple[Any, Mapping[str, Any]] | None = None
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         observation, info = self.env.reset(**kwargs)
         seed = kwargs.get("seed")
-        self._raw, self._start, self._seed = 0.0, time.perf_counter(), -1 if seed is None else int(seed)
+        self._start, self._seed = time.perf_counter(), -1 if seed is None else int(seed)
         self._steps, self._last, self._tokens = [], (observation, info), None
         return observation, info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         before = self._last
         observation, reward, terminated, truncated, info = self.env.step(action)
-        self._raw += float(info.get("raw_reward", reward))
-        info = {**info, "bench_raw_return": self._raw, "bench_wall_seconds": time.perf_counter() - self._start}
+        info = {**info, "bench_wall_seconds": time.perf_counter() - self._start}
         if self.board is not None and before is not None:
             details = self.board.take(*before)  # taken every step, so the board never holds stale entries
             if "tokens" in details:

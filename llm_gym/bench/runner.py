@@ -168,7 +168,6 @@ def episode_row(suite: str, entry: ResolvedEntry, env: SuiteEnv, unit: WorkUnit,
     from llm_gym.envs.catalog import env_family
 
     info = dict(result.final_info)
-    raw_return = info.pop("bench_raw_return", None)
     wall = float(info.pop("bench_wall_seconds", 0.0))
     tokens = info.pop("bench_tokens", None)
     # What "score" means per family: Atari game points, OpenSpiel's normalised score, Trace's partial credit.
@@ -189,7 +188,7 @@ def episode_row(suite: str, entry: ResolvedEntry, env: SuiteEnv, unit: WorkUnit,
         task_id=unit.task_ids[k],
         seed=result.seed,
         episode_return=float(result.episode_return),
-        raw_return=None if raw_return is None else float(raw_return),
+        raw_return=float(result.raw_return),
         score=None if score is None else float(score),
         length=int(result.length),
         truncated=bool(result.truncated),
