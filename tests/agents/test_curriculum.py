@@ -54,11 +54,12 @@ def train(tmp_path: Path, name: str, **settings) -> dict:
 
 
 def test_stage_advances_at_the_threshold_with_a_tiny_lm(tmp_path: Path) -> None:
+    from llm_gym.agents.ppo_lora.testing import tiny_settings
     from llm_gym.lm.testing import make_tiny_model
 
     model = make_tiny_model(tmp_path / "model", layers=1, hidden=32)
-    base = dict(model=str(model), dtype="float32", threads=1, num_envs=2, num_steps=16, minibatch_size=16)
-    base.update(update_epochs=1, trainable_layers=1, lora_rank=4, eval_episodes=0, checkpoint_every=0, progress=False)
+    rollout = dict(num_envs=2, num_steps=16, minibatch_size=16, update_epochs=1, lora_rank=4, checkpoint_every=0)
+    base = tiny_settings(model, **rollout)
     summary = train(tmp_path, "lm", base="ppo_lora", base_config=base, total_steps=64, stages=STAGES, replay_share=0)
     curriculum = summary["curriculum"]
     first, advance = curriculum["events"]

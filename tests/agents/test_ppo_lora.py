@@ -14,7 +14,7 @@ import torch
 from llm_gym.agent import EnvConfig, load_policy
 from llm_gym.agents.ppo_lora import PPOLoRAAgent
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
-from llm_gym.config import to_dict
+from llm_gym.agents.ppo_lora.testing import tiny_config, train
 from llm_gym.envs.spaces import text_space
 from llm_gym.lm.backends import ScoreRequest
 from llm_gym.lm.runtime import quiet_peft
@@ -80,34 +80,16 @@ def wider_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _config(model: Path, **overrides) -> PPOLoRAConfig:
-    base = dict(
-        model=str(model),
-        dtype="float32",
-        threads=1,
-        num_envs=8,
-        num_steps=4,
-        minibatch_size=16,
-        update_epochs=2,
-        learning_rate=3e-3,
-        lr_schedule="constant",
-        entropy_coef=0.0,
-        kl_coef=0.0,
-        trainable_layers=1,
-        lora_rank=8,
-        eval_every=0,
-        eval_episodes=0,
-        checkpoint_every=10_000,
-        progress=False,
+    # Bandit runs: 8 envs x 4 steps per update, a constant learning rate, no entropy bonus or KL unless asked for.
+    bandit = dict(
+        num_envs=8, num_steps=4, minibatch_size=16, update_epochs=2, learning_rate=3e-3, lr_schedule="constant"
     )
-    return PPOLoRAConfig(**{**base, **overrides})
+    bandit.update(entropy_coef=0.0, kl_coef=0.0, lora_rank=8, eval_every=0, checkpoint_every=10_000)
+    return tiny_config(model, **{**bandit, **overrides})
 
 
 def _train(tmp_path: Path, env_id: str, config: PPOLoRAConfig) -> tuple[dict, Run]:
-    run = Run.create(env_id, "ppo_lora", to_dict(config), path=tmp_path / "run")
-    try:
-        return PPOLoRAAgent(config).train(EnvConfig(env_id), run), run
-    finally:
-        run.close()
+    return train(tmp_path / "run", env_id, config)
 
 
 def _blue_probability(policy) -> float:

@@ -11,6 +11,7 @@ import pytest
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora import PPOLoRAAgent
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
+from llm_gym.agents.ppo_lora.testing import tiny_config, train
 from llm_gym.config import to_dict
 from llm_gym.errors import UnsupportedEnvError
 from llm_gym.runs import Run
@@ -23,29 +24,11 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_tiny_model(tmp_path_factory.mktemp("tiny-lm"), layers=2, hidden=32)
 
 
-def _train(tmp_path: Path, env_id: str, config: PPOLoRAConfig) -> tuple[dict, Run]:
-    run = Run.create(env_id, "ppo_lora", to_dict(config), path=tmp_path / "run")
-    try:
-        return PPOLoRAAgent(config).train(EnvConfig(env_id), run), run
-    finally:
-        run.close()
-
-
 def test_openspiel_score_mode_over_varying_legal_actions(tmp_path: Path, model_dir: Path) -> None:
-    config = PPOLoRAConfig(
-        model=str(model_dir),
-        dtype="float32",
-        threads=1,
-        total_steps=24,
-        num_envs=3,
-        num_steps=4,
-        minibatch_size=6,
-        trainable_layers=1,
-        eval_episodes=2,
-        eval_max_steps=5,
-        progress=False,
+    config = tiny_config(
+        model_dir, total_steps=24, num_envs=3, num_steps=4, minibatch_size=6, eval_episodes=2, eval_max_steps=5
     )
-    summary, run = _train(tmp_path, "OpenSpiel-tic_tac_toe-v0", config)
+    summary, run = train(tmp_path / "run", "OpenSpiel-tic_tac_toe-v0", config)
     assert summary["env_steps"] == 24 and summary["episodes"] >= 3  # tic-tac-toe games end within 5 own moves
     checkpoint = Path(summary["checkpoint"])
     with open(checkpoint / "envs.pkl", "rb") as handle:
@@ -63,21 +46,10 @@ def test_openspiel_score_mode_over_varying_legal_actions(tmp_path: Path, model_d
 
 
 def test_trace_generate_mode_sends_the_answer_text(tmp_path: Path, model_dir: Path) -> None:
-    config = PPOLoRAConfig(
-        model=str(model_dir),
-        dtype="float32",
-        threads=1,
-        action_mode="generate",
-        max_new_tokens=6,
-        total_steps=4,
-        num_envs=2,
-        num_steps=2,
-        minibatch_size=4,
-        trainable_layers=1,
-        eval_episodes=0,
-        progress=False,
+    config = tiny_config(
+        model_dir, action_mode="generate", max_new_tokens=6, total_steps=4, num_envs=2, num_steps=2, minibatch_size=4
     )
-    summary, _ = _train(tmp_path, "Trace-v0", config)
+    summary, _ = train(tmp_path / "run", "Trace-v0", config)
     assert summary["env_steps"] == 4 and summary["episodes"] == 4  # one answer per Trace task
     with pytest.raises(UnsupportedEnvError, match="action_mode=generate"):
         PPOLoRAAgent(PPOLoRAConfig(model=str(model_dir), total_steps=1)).train(

@@ -17,6 +17,7 @@ from safetensors.torch import load_file
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora import PPOLoRAAgent
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
+from llm_gym.agents.ppo_lora.testing import tiny_settings
 from llm_gym.config import to_dict
 from llm_gym.runs import Run
 
@@ -24,24 +25,9 @@ ENV = "LLMBreakout-text-v0"
 
 
 def _settings(model: Path) -> dict:
-    return dict(
-        model=str(model),
-        dtype="float32",
-        threads=1,
-        total_steps=96,
-        num_envs=2,
-        num_steps=16,
-        minibatch_size=16,
-        update_epochs=1,
-        trainable_layers=1,
-        lora_rank=4,
-        kl_coef=0.05,
-        eval_every=0,
-        eval_episodes=0,
-        checkpoint_every=32,
-        keep_checkpoints=5,
-        progress=False,
-    )
+    # Two envs x 16 steps per update and a checkpoint after each: the kill lands between checkpoints.
+    rollout = dict(num_envs=2, num_steps=16, minibatch_size=16, update_epochs=1, lora_rank=4, kl_coef=0.05)
+    return tiny_settings(model, total_steps=96, **rollout, eval_every=0, checkpoint_every=32, keep_checkpoints=5)
 
 
 def _final_state(run_dir: Path) -> dict[str, torch.Tensor]:

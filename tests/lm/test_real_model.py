@@ -82,25 +82,13 @@ def test_ppo_lora_update_and_plain_peft_load_with_the_real_model(tmp_path: Path)
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
-    from llm_gym.agent import EnvConfig
-    from llm_gym.agents.ppo_lora import PPOLoRAAgent
-    from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
-    from llm_gym.config import to_dict
-    from llm_gym.runs import Run
+    from llm_gym.agents.ppo_lora.testing import tiny_config, train
 
-    config = PPOLoRAConfig(
-        total_steps=8,
-        num_envs=2,
-        num_steps=4,
-        minibatch_size=8,
-        trainable_layers=2,
-        eval_episodes=0,
-        progress=False,
-        threads=2,
+    # The real model at its default dtype, two trainable layers on two threads.
+    config = tiny_config(
+        None, total_steps=8, num_envs=2, num_steps=4, minibatch_size=8, trainable_layers=2, threads=2, dtype="auto"
     )
-    run = Run.create("LLMBreakout-text-v0", "ppo_lora", to_dict(config), path=tmp_path / "run")
-    summary = PPOLoRAAgent(config).train(EnvConfig("LLMBreakout-text-v0"), run)
-    run.close()
+    summary, _ = train(tmp_path / "run", "LLMBreakout-text-v0", config)
     assert summary["updates"] == 1
     adapter = Path(summary["checkpoint"]) / "adapter"
     from llm_gym.lm.models import resolve_model

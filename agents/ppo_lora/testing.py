@@ -1,0 +1,36 @@
+"""PPO-LoRA runs small enough for a test on two CPU cores: the settings every such test shares, and one call that
+trains a config into a fresh run directory (the way ``llm-gym train`` does). Tests state only what they vary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from llm_gym.agent import EnvConfig
+from llm_gym.agents.ppo_lora import PPOLoRAAgent
+from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
+from llm_gym.config import to_dict
+from llm_gym.runs import Run
+
+
+def tiny_settings(model: str | Path | None = None, **overrides: Any) -> dict[str, Any]:
+    """Settings (``--set`` keys) of a test-sized run: float32 on one thread, one trainable layer, no evaluation
+    episodes, no progress bar; ``model`` None keeps the config's default model. ``overrides`` win."""
+    base: dict[str, Any] = dict(dtype="float32", threads=1, trainable_layers=1, eval_episodes=0, progress=False)
+    if model is not None:
+        base["model"] = str(model)
+    return {**base, **overrides}
+
+
+def tiny_config(model: str | Path | None = None, **overrides: Any) -> PPOLoRAConfig:
+    """``tiny_settings`` as a config."""
+    return PPOLoRAConfig(**tiny_settings(model, **overrides))
+
+
+def train(run_dir: Path, env_id: str, config: PPOLoRAConfig) -> tuple[dict, Run]:
+    """Train ``config`` on ``env_id`` into a new run at ``run_dir``; returns the summary and the (closed) run."""
+    run = Run.create(env_id, "ppo_lora", to_dict(config), path=run_dir)
+    try:
+        return PPOLoRAAgent(config).train(EnvConfig(env_id), run), run
+    finally:
+        run.close()
