@@ -7,6 +7,7 @@ prefix (:mod:`llm_gym.lm.packing`); generation samples all prompts together (:mo
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -60,18 +61,35 @@ class HFBackend:
 
     def _setup(self, model: Any, tokenizer: Any, batch_size: int, score_with_end: bool) -> None:
         self.model, self.tokenizer = model, tokenizer
+        self._setup_runtime(model, batch_size, score_with_end)
+
+    def _setup_runtime(self, lm: Any, batch_size: int, score_with_end: bool) -> None:
+        """What every packed backend keeps; ``lm`` is the module the forward passes run (here the model itself,
+        for ``hf-vision`` its image+text wrapper)."""
+        self.lm = lm
         self.batch_size = max(1, batch_size)
         self.score_with_end = score_with_end
-        self.stop_ids = stop_token_ids(tokenizer, model)
-        self._prompts: dict[str, tuple[PromptBuilder, PrefixCache | None]] = {}
+        self.stop_ids = stop_token_ids(self.tokenizer, lm)
+        self._prompts: dict[str, tuple[Any, PrefixCache | None]] = {}
         self._generator = torch.Generator()
 
-    def prompt_builder(self, instructions: str) -> tuple[PromptBuilder, PrefixCache | None]:
+    def _new_prompt_builder(self, instructions: str) -> PromptBuilder:
+        return PromptBuilder(self.tokenizer, instructions)
+
+    def _forward_inputs(self, prompts: Sequence[Any]) -> AbstractContextManager[Any]:
+        """What a forward pass over ``prompts`` needs besides their token ids: nothing for text (the vision
+        backend hands over their images)."""
+        return nullcontext()
+
+    def _generation_stop_ids(self, builder: Any) -> set[int]:
+        return self.stop_ids
+
+    def prompt_builder(self, instructions: str) -> tuple[Any, PrefixCache | None]:
         """The builder and the prefix KV cache for one system prompt (made on first use)."""
         if instructions not in self._prompts:
-            builder = PromptBuilder(self.tokenizer, instructions)
+            builder = self._new_prompt_builder(instructions)
             with torch.inference_mode():
-                prefix = compute_prefix(self.model, builder.prefix_ids)
+                prefix = compute_prefix(self.lm, builder.prefix_ids)
             self._prompts[instructions] = (builder, prefix)
         return self._prompts[instructions]
 
@@ -99,8 +117,8 @@ class HFBackend:
                 prefix.length if prefix else 0,
                 self.tokenizer.pad_token_id,
             )
-            with torch.inference_mode():
-                out = packed_forward(self.model, batch, prefix)
+            with torch.inference_mode(), self._forward_inputs(prompts):
+                out = packed_forward(self.lm, batch, prefix)
             values = out.seq_logprobs.double().cpu().numpy()
             start = 0
             for i, row_choices in zip(chunk, choices, strict=True):
@@ -117,13 +135,13 @@ class HFBackend:
         for instructions, chunk in self._chunks(requests):
             builder, prefix = self.prompt_builder(instructions)
             prompts = builder.encode([requests[i].observation for i in chunk], [requests[i].turns for i in chunk])
-            with torch.inference_mode():
+            with torch.inference_mode(), self._forward_inputs(prompts):
                 generations = generate(
-                    self.model,
+                    self.lm,
                     prompts,
                     prefix,
                     max_new_tokens=max_new_tokens,
-                    stop_ids=self.stop_ids,
+                    stop_ids=self._generation_stop_ids(builder),
                     pad_id=self.tokenizer.pad_token_id,
                     temperature=temperature,
                     generator=self._generator,
