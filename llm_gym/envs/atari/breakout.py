@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from llm_gym.envs.atari.game import AtariGame, bcd, direction_words, sign
+from llm_gym.envs.atari.game import AtariGame, ball_motion, ball_words, bcd
 
 BRICK_ROWS, BRICK_COLS = 6, 18
 PADDLE_WIDTH, PADDLE_Y = 16, 189
@@ -75,6 +75,7 @@ class Breakout(AtariGame):
     ale_name = "breakout"
     title = "Breakout"
     play_area = (LEFT_WALL - 8, RIGHT_WALL + 8, 32, 196)
+    offset_span = RIGHT_WALL - LEFT_WALL
     instructions = (
         "You play Atari Breakout. You move a paddle along the bottom of the screen to bounce a ball into a wall of "
         "bricks. Each brick you break scores points (1 to 7; higher rows are worth more). You lose a life when the "
@@ -114,10 +115,7 @@ class Breakout(AtariGame):
         in_play = ball_raw != 0
         ball_x = ball_x_raw - 49 if in_play else None
         ball_y = ball_raw + 9 if in_play else None
-        dx = dy = 0
-        if in_play and previous is not None and previous.ball_x is not None:
-            dx = sign(ball_x - previous.ball_x)
-            dy = sign(ball_y - previous.ball_y)
+        dx, dy = ball_motion(ball_x, ball_y, previous)
         # Bricks change on few steps; decode them only when their RAM bytes did.
         brick_bytes = ram[:36].tobytes()
         if previous is not None and brick_bytes == self._brick_bytes:
@@ -144,12 +142,8 @@ class Breakout(AtariGame):
         paddle = f"paddle x={state.paddle_x}..{state.paddle_x + PADDLE_WIDTH - 1}."
         if state.ball_x is None:
             return f"{head} {paddle} no ball in play: FIRE to serve."
-        offset = round(state.ball_x + 1 - state.paddle_centre)
-        side = "right of" if offset > 0 else "left of" if offset < 0 else "at"
-        return (
-            f"{head} {paddle} ball x={state.ball_x} y={state.ball_y} moving "
-            f"{direction_words(state.ball_dx, state.ball_dy)}, {abs(offset)} px {side} paddle centre."
-        )
+        offset = round(self.paddle_offset(state))
+        return f"{head} {paddle} {ball_words(state, offset, ('right of', 'left of', 'at'), 'paddle')}"
 
     def draw_background(self, cells: np.ndarray) -> None:
         cells[1:, 0] = cells[1:, -1] = ord("|")
@@ -163,20 +157,15 @@ class Breakout(AtariGame):
             canvas.set_static(self._brick_rows, self._brick_cols, np.where(standing, ord("#"), ord(" ")))
             self._drawn_bricks = state.bricks
         canvas.put(self._paddle_row, self.grid.col_span(state.paddle_x, state.paddle_x + PADDLE_WIDTH), "=")
-        if state.ball_x is not None:
-            canvas.put(self.grid.row(state.ball_y + 2), self.grid.col(state.ball_x + 1), "o")
-        canvas.header(f"score {state.score} lives {state.lives} bricks {state.bricks_left}")
-        return canvas.render()
+        return self.finish_drawing(state, f"score {state.score} lives {state.lives} bricks {state.bricks_left}")
 
-    def potential(self, state: BreakoutState) -> float:
-        if state.ball_x is None:
-            return 0.0
-        return -abs(state.ball_x + 1 - state.paddle_centre) / (RIGHT_WALL - LEFT_WALL)
+    def paddle_offset(self, state: BreakoutState) -> float:
+        return state.ball_x + 1 - state.paddle_centre
 
     def scripted_action(self, state: BreakoutState) -> str:
         if state.ball_x is None:
             return "FIRE"
-        offset = state.ball_x + 1 - state.paddle_centre
+        offset = self.paddle_offset(state)
         if abs(offset) < PADDLE_WIDTH // 2:  # the ball is over the paddle already
             return "NOOP"
         return "RIGHT" if offset > 0 else "LEFT"

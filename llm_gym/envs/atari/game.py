@@ -21,6 +21,23 @@ def sign(value: int) -> int:
     return (value > 0) - (value < 0)
 
 
+def ball_motion(ball_x: int | None, ball_y: int | None, previous: Any | None) -> tuple[int, int]:
+    """The signs (dx, dy) of the ball's move since ``previous``: (0, 0) unless the ball is in play in both."""
+    if ball_x is None or ball_y is None or previous is None or previous.ball_x is None:
+        return 0, 0
+    return sign(ball_x - previous.ball_x), sign(ball_y - previous.ball_y)
+
+
+def ball_words(state: Any, offset: int, sides: tuple[str, str, str], paddle: str) -> str:
+    """'ball x=.. y=.. moving <direction>, <n> px <side> <paddle> centre.'; ``sides`` names a positive, a negative
+    and a zero ``offset`` of the ball from the paddle centre."""
+    side = sides[0] if offset > 0 else sides[1] if offset < 0 else sides[2]
+    return (
+        f"ball x={state.ball_x} y={state.ball_y} moving "
+        f"{direction_words(state.ball_dx, state.ball_dy)}, {abs(offset)} px {side} {paddle} centre."
+    )
+
+
 def bcd(value: int) -> int:
     """Decode one binary-coded-decimal byte (0x42 -> 42)."""
     return (value >> 4) * 10 + (value & 0x0F)
@@ -38,6 +55,8 @@ class AtariGame(abc.ABC):
     """ALE action name -> the name shown to models, where they differ (Pong's RIGHT moves the paddle up)."""
     play_area: ClassVar[tuple[int, int, int, int]]
     """Screen rectangle (x0, x1, y0, y1) that the ASCII view draws."""
+    offset_span: ClassVar[int]
+    """The widest ``paddle_offset`` the field allows: it scales the shaping potential to [-1, 0]."""
 
     def __init__(self, rows: int, cols: int) -> None:
         self.grid = GridMap(rows, cols, *self.play_area)
@@ -60,9 +79,22 @@ class AtariGame(abc.ABC):
     def draw(self, state: Any) -> str:
         """The ASCII grid of ``state``."""
 
+    def finish_drawing(self, state: Any, header: str) -> str:
+        """Put the ball (when in play) over what ``draw`` has put so far, the header line on top, and render."""
+        if state.ball_x is not None:
+            self.canvas.put(self.grid.row(state.ball_y + 2), self.grid.col(state.ball_x + 1), "o")
+        self.canvas.header(header)
+        return self.canvas.render()
+
     @abc.abstractmethod
+    def paddle_offset(self, state: Any) -> float:
+        """The ball's signed distance from the player's paddle centre, along the axis the paddle moves on."""
+
     def potential(self, state: Any) -> float:
-        """Shaping potential in [-1, 0]: 0 when the paddle is lined up with the ball."""
+        """Shaping potential in [-1, 0]: 0 when the paddle is lined up with the ball (or no ball is in play)."""
+        if state.ball_x is None:
+            return 0.0
+        return -abs(self.paddle_offset(state)) / self.offset_span
 
     @abc.abstractmethod
     def scripted_action(self, state: Any) -> str:

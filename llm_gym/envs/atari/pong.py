@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from llm_gym.envs.atari.game import AtariGame, direction_words, sign
+from llm_gym.envs.atari.game import AtariGame, ball_motion, ball_words
 
 PADDLE_HEIGHT = 16
 PLAYER_X, CPU_X = 140, 16
@@ -47,6 +47,7 @@ class Pong(AtariGame):
     ale_name = "pong"
     title = "Pong"
     play_area = (0, 160, FIELD_TOP, FIELD_BOTTOM)
+    offset_span = FIELD_BOTTOM - FIELD_TOP
     action_labels = {"RIGHT": "UP", "LEFT": "DOWN", "RIGHTFIRE": "UPFIRE", "LEFTFIRE": "DOWNFIRE"}
     instructions = (
         "You play Atari Pong against the computer. You control the right paddle and move it up and down to hit the "
@@ -67,10 +68,7 @@ class Pong(AtariGame):
         in_play = ball_raw != 0
         ball_x = ball_x_raw - 49 if in_play else None
         ball_y = ball_raw - 14 if in_play else None
-        dx = dy = 0
-        if in_play and previous is not None and previous.ball_x is not None:
-            dx = sign(ball_x - previous.ball_x)
-            dy = sign(ball_y - previous.ball_y)
+        dx, dy = ball_motion(ball_x, ball_y, previous)
         return PongState(
             player_y=(player_raw - 13) & ~1,  # the kernel draws this paddle from even lines only
             cpu_y=cpu_raw - 15,
@@ -87,12 +85,8 @@ class Pong(AtariGame):
         paddles = f"your paddle y={state.player_y}..{state.player_y + PADDLE_HEIGHT - 1}, cpu paddle y={state.cpu_y}."
         if state.ball_x is None:
             return f"{head} {paddles} no ball in play."
-        offset = round(state.ball_y + 2 - state.player_centre)
-        side = "below" if offset > 0 else "above" if offset < 0 else "level with"
-        return (
-            f"{head} {paddles} ball x={state.ball_x} y={state.ball_y} moving "
-            f"{direction_words(state.ball_dx, state.ball_dy)}, {abs(offset)} px {side} your paddle centre."
-        )
+        offset = round(self.paddle_offset(state))
+        return f"{head} {paddles} {ball_words(state, offset, ('below', 'above', 'level with'), 'your paddle')}"
 
     def draw_background(self, cells: np.ndarray) -> None:
         cells[1, :] = cells[-1, :] = ord("-")
@@ -103,15 +97,10 @@ class Pong(AtariGame):
         canvas.begin()
         canvas.put(self.grid.row_span(state.player_y, state.player_y + PADDLE_HEIGHT), self._player_col, "#")
         canvas.put(self.grid.row_span(state.cpu_y, state.cpu_y + PADDLE_HEIGHT), self._cpu_col, "|")
-        if state.ball_x is not None:
-            canvas.put(self.grid.row(state.ball_y + 2), self.grid.col(state.ball_x + 1), "o")
-        canvas.header(f"you {state.player_score} cpu {state.cpu_score}")
-        return canvas.render()
+        return self.finish_drawing(state, f"you {state.player_score} cpu {state.cpu_score}")
 
-    def potential(self, state: PongState) -> float:
-        if state.ball_x is None:
-            return 0.0
-        return -abs(state.ball_y + 2 - state.player_centre) / (FIELD_BOTTOM - FIELD_TOP)
+    def paddle_offset(self, state: PongState) -> float:
+        return state.ball_y + 2 - state.player_centre
 
     def scripted_action(self, state: PongState) -> str:
         if state.ball_x is None:
