@@ -15,26 +15,14 @@ from typer.testing import CliRunner
 from llm_gym.agent import EnvConfig, load_policy
 from llm_gym.agents.nanogpt_ppo import NanoGPTPPOAgent, NanoGPTPPOConfig
 from llm_gym.agents.nanogpt_ppo.policy import WEIGHTS_FILE
+from llm_gym.agents.nanogpt_ppo.testing import TINY_SETTINGS
 from llm_gym.callbacks import Callback, StopAfterSteps
 from llm_gym.config import to_dict
 from llm_gym.envs.spaces import text_space
 from llm_gym.evaluation import run_episodes
 from llm_gym.runs import Run
 
-TINY = {
-    "n_layer": 1,
-    "n_head": 2,
-    "n_embd": 16,
-    "mlp_ratio": 2,
-    "num_envs": 2,
-    "num_steps": 32,
-    "minibatch_size": 32,
-    "update_epochs": 2,
-    "eval_episodes": 1,
-    "eval_max_steps": 40,
-    "threads": 1,
-    "progress": False,
-}
+TINY = TINY_SETTINGS
 
 
 def make_run(tmp_path: Path, env_id: str, config: NanoGPTPPOConfig, name: str = "run") -> Run:
