@@ -5,11 +5,6 @@ in one line, and the learners take the sampler through their own stepping path."
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,26 +12,15 @@ from typer.testing import CliRunner
 
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.curriculum import CurriculumAgent, CurriculumConfig
+from llm_gym.agents.nanogpt_ppo.testing import TINY_SETTINGS
 from llm_gym.cli import build_app
 from llm_gym.config import to_dict
 from llm_gym.runs import Run
+from llm_gym.testing import cli_command, kill_once_written
 
 ENV = "OpenSpiel-v0"
 TIC_TAC_TOE, KUHN = 2_200_000_000, 2_400_000_000  # this project's extra games (task ids past affinetes' 22)
-NANOGPT = {
-    "n_layer": 1,
-    "n_head": 2,
-    "n_embd": 16,
-    "mlp_ratio": 2,
-    "num_envs": 2,
-    "num_steps": 32,
-    "minibatch_size": 32,
-    "update_epochs": 1,
-    "eval_episodes": 1,
-    "eval_max_steps": 20,
-    "threads": 1,
-    "progress": False,
-}
+NANOGPT = {**TINY_SETTINGS, "update_epochs": 1, "eval_max_steps": 20}
 STAGES = (
     # threshold 0: met as soon as the window is full (the stage must move on after exactly 2 episodes)
     {"name": "first", "tasks": str(TIC_TAC_TOE), "opponent": "random", "threshold": 0.0, "window": 2},
@@ -102,19 +86,11 @@ def test_sigkill_then_resume_keeps_stage_and_buffer(tmp_path: Path) -> None:
         lines += ["[[stages]]", *(f"{key} = {json.dumps(value)}" for key, value in stage.items())]
     stages_file.write_text("\n".join(lines) + "\n")
     run_dir = tmp_path / "killed"
-    llm_gym = str(Path(sys.executable).parent / "llm-gym")
-    command = [llm_gym, "train", "--agent", "curriculum", "--env", ENV, "--config", str(stages_file)]
+    command = cli_command("train", "--agent", "curriculum", "--env", ENV, "--config", str(stages_file))
     command += ["--run-dir", str(run_dir), "--set", "total_steps=100000"]
-    process = subprocess.Popen(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "OMP_NUM_THREADS": "1"}
-    )
     wanted = run_dir / "checkpoints" / "step_192" / "tasks.json"
-    deadline = time.monotonic() + 400
-    while not wanted.exists() and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    assert wanted.exists(), process.stderr.read().decode()[-2000:]
+    stderr = kill_once_written(command, wanted, timeout=400, poll=0.05)
+    assert wanted.exists(), stderr
     assert not (run_dir / "summary.json").exists(), "the run finished before it could be killed"
 
     step, checkpoint = Run.open(run_dir).checkpoints()[-1]

@@ -3,11 +3,6 @@ uninterrupted run ends (same adapter, value head and optimizer state, bit for bi
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +15,7 @@ from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.testing import tiny_settings
 from llm_gym.config import to_dict
 from llm_gym.runs import Run
+from llm_gym.testing import cli_command, kill_once_written
 
 ENV = "LLMBreakout-text-v0"
 
@@ -54,26 +50,11 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path) -> Non
 
     # The same run in a subprocess, killed with SIGKILL as soon as its first checkpoint is complete.
     killed = tmp_path / "killed"
-    command = [
-        str(Path(sys.executable).parent / "llm-gym"),
-        "train",
-        "--agent",
-        "ppo_lora",
-        "--env",
-        ENV,
-        "--run-dir",
-        str(killed),
-    ] + [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
-    process = subprocess.Popen(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "OMP_NUM_THREADS": "1"}
-    )
+    command = cli_command("train", "--agent", "ppo_lora", "--env", ENV, "--run-dir", str(killed))
+    command += [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
     first = killed / "checkpoints" / "step_32" / "checkpoint.json"
-    deadline = time.monotonic() + 240
-    while not first.exists() and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    assert first.exists(), process.stderr.read().decode()[-2000:]
+    stderr = kill_once_written(command, first, timeout=240)
+    assert first.exists(), stderr
     assert not (killed / "summary.json").exists(), "the run finished before it could be killed"
 
     # Resume it the way `llm-gym train --resume` does.
