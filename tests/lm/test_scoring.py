@@ -31,6 +31,16 @@ def setup(tiny_lm):
     return model, tokenizer, builder, prompts, choices
 
 
+def _packed_batch(setup):
+    """The cached system prompt and every prompt packed with its choices (the prefix used where a prompt has it)."""
+    model, tokenizer, builder, prompts, choices = setup
+    prefix = compute_prefix(model, builder.prefix_ids)
+    batch = pack(
+        [p.ids for p in prompts], [p.uses_prefix for p in prompts], choices, prefix.length, tokenizer.pad_token_id
+    )
+    return prefix, batch
+
+
 def test_prompts_share_the_cached_prefix(setup) -> None:
     _, _, builder, prompts, _ = setup
     assert len(builder.prefix_ids) > 10
@@ -39,11 +49,8 @@ def test_prompts_share_the_cached_prefix(setup) -> None:
 
 @torch.no_grad()
 def test_packed_scores_equal_naive_forward_per_action(setup) -> None:
-    model, tokenizer, builder, prompts, choices = setup
-    prefix = compute_prefix(model, builder.prefix_ids)
-    batch = pack(
-        [p.ids for p in prompts], [p.uses_prefix for p in prompts], choices, prefix.length, tokenizer.pad_token_id
-    )
+    model, _, _, prompts, choices = setup
+    prefix, batch = _packed_batch(setup)
     out = packed_forward(model, batch, prefix)
     naive = [naive_loglik(model, p.ids, c) for p, row in zip(prompts, choices, strict=True) for c in row]
     assert out.seq_logprobs.tolist() == pytest.approx(naive, abs=1e-4)
@@ -77,11 +84,8 @@ def test_batch_equals_single_rows_with_padding_masked(setup) -> None:
 
 @torch.no_grad()
 def test_split_forward_equals_full_forward(setup) -> None:
-    model, tokenizer, builder, prompts, choices = setup
-    prefix = compute_prefix(model, builder.prefix_ids)
-    batch = pack(
-        [p.ids for p in prompts], [p.uses_prefix for p in prompts], choices, prefix.length, tokenizer.pad_token_id
-    )
+    model, _, builder, _, _ = setup
+    prefix, batch = _packed_batch(setup)
     full = packed_forward(model, batch, prefix)
     for split_layer in (0, 2):
         split = SplitLM(model, split_layer)
