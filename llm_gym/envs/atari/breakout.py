@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from llm_gym.envs.atari.game import AtariGame, ball_motion, ball_words, bcd
+from llm_gym.envs.atari.game import AtariGame, ball_motion, bcd
 
 BRICK_ROWS, BRICK_COLS = 6, 18
 PADDLE_WIDTH, PADDLE_Y = 16, 189
@@ -76,6 +76,9 @@ class Breakout(AtariGame):
     title = "Breakout"
     play_area = (LEFT_WALL - 8, RIGHT_WALL + 8, 32, 196)
     offset_span = RIGHT_WALL - LEFT_WALL
+    offset_words = ("right of", "left of", "at")
+    paddle_name = "paddle"
+    no_ball_words = "no ball in play: FIRE to serve."
     instructions = (
         "You play Atari Breakout. You move a paddle along the bottom of the screen to bounce a ball into a wall of "
         "bricks. Each brick you break scores points (1 to 7; higher rows are worth more). You lose a life when the "
@@ -137,13 +140,9 @@ class Breakout(AtariGame):
             bricks_left=left,
         )
 
-    def describe(self, state: BreakoutState) -> str:
+    def status_words(self, state: BreakoutState) -> str:
         head = f"score {state.score}, lives {state.lives}, bricks {state.bricks_left}/{BRICK_ROWS * BRICK_COLS}."
-        paddle = f"paddle x={state.paddle_x}..{state.paddle_x + PADDLE_WIDTH - 1}."
-        if state.ball_x is None:
-            return f"{head} {paddle} no ball in play: FIRE to serve."
-        offset = round(self.paddle_offset(state))
-        return f"{head} {paddle} {ball_words(state, offset, ('right of', 'left of', 'at'), 'paddle')}"
+        return f"{head} paddle x={state.paddle_x}..{state.paddle_x + PADDLE_WIDTH - 1}."
 
     def draw_background(self, cells: np.ndarray) -> None:
         cells[1:, 0] = cells[1:, -1] = ord("|")

@@ -57,6 +57,12 @@ class AtariGame(abc.ABC):
     """Screen rectangle (x0, x1, y0, y1) that the ASCII view draws."""
     offset_span: ClassVar[int]
     """The widest ``paddle_offset`` the field allows: it scales the shaping potential to [-1, 0]."""
+    offset_words: ClassVar[tuple[str, str, str]]
+    """How ``describe`` says a positive, a negative and a zero ``paddle_offset`` ("right of", "left of", "at")."""
+    paddle_name: ClassVar[str]
+    """The player's paddle in ``describe`` ("paddle")."""
+    no_ball_words: ClassVar[str]
+    """What ``describe`` says when no ball is in play."""
 
     def __init__(self, rows: int, cols: int) -> None:
         self.grid = GridMap(rows, cols, *self.play_area)
@@ -69,8 +75,16 @@ class AtariGame(abc.ABC):
         """Decode RAM into a frozen state; ``previous`` (or None after reset) gives the ball's direction."""
 
     @abc.abstractmethod
+    def status_words(self, state: Any) -> str:
+        """The first sentences of ``describe``: score, lives and the paddles, in screen coordinates."""
+
     def describe(self, state: Any) -> str:
-        """A short text description of ``state`` in screen coordinates."""
+        """A short text description of ``state`` in screen coordinates: the status, then the ball (if in play) and
+        where it is from the player's paddle centre."""
+        if state.ball_x is None:
+            return f"{self.status_words(state)} {self.no_ball_words}"
+        ball = ball_words(state, round(self.paddle_offset(state)), self.offset_words, self.paddle_name)
+        return f"{self.status_words(state)} {ball}"
 
     def draw_background(self, cells: np.ndarray) -> None:  # noqa: B027  (optional: most games have walls)
         """Draw what never moves (walls) once into the canvas background."""

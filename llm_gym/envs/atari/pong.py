@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from llm_gym.envs.atari.game import AtariGame, ball_motion, ball_words
+from llm_gym.envs.atari.game import AtariGame, ball_motion
 
 PADDLE_HEIGHT = 16
 PLAYER_X, CPU_X = 140, 16
@@ -48,6 +48,9 @@ class Pong(AtariGame):
     title = "Pong"
     play_area = (0, 160, FIELD_TOP, FIELD_BOTTOM)
     offset_span = FIELD_BOTTOM - FIELD_TOP
+    offset_words = ("below", "above", "level with")
+    paddle_name = "your paddle"
+    no_ball_words = "no ball in play."
     action_labels = {"RIGHT": "UP", "LEFT": "DOWN", "RIGHTFIRE": "UPFIRE", "LEFTFIRE": "DOWNFIRE"}
     instructions = (
         "You play Atari Pong against the computer. You control the right paddle and move it up and down to hit the "
@@ -80,13 +83,11 @@ class Pong(AtariGame):
             cpu_score=int(ram[13]),
         )
 
-    def describe(self, state: PongState) -> str:
+    def status_words(self, state: PongState) -> str:
         head = f"you {state.player_score}, cpu {state.cpu_score}."
-        paddles = f"your paddle y={state.player_y}..{state.player_y + PADDLE_HEIGHT - 1}, cpu paddle y={state.cpu_y}."
-        if state.ball_x is None:
-            return f"{head} {paddles} no ball in play."
-        offset = round(self.paddle_offset(state))
-        return f"{head} {paddles} {ball_words(state, offset, ('below', 'above', 'level with'), 'your paddle')}"
+        return (
+            f"{head} your paddle y={state.player_y}..{state.player_y + PADDLE_HEIGHT - 1}, cpu paddle y={state.cpu_y}."
+        )
 
     def draw_background(self, cells: np.ndarray) -> None:
         cells[1, :] = cells[-1, :] = ord("-")
