@@ -1,8 +1,8 @@
 """Trace answer scoring time: the capped, linear scorer against the plain one it replaced, in the same run.
 
-The reference below is the scorer as it was: regexes that go quadratic on some texts (a long run of spaces before
-text, many unclosed ``<think>`` tags) and a line-by-line longest-common-subsequence in pure Python over every line
-of the answer. Both score the same answers against the same expected output (a typical 12-line Trace output):
+The reference (:mod:`llm_gym.envs.trace.scoring_reference`) is the scorer as it was: regexes that go quadratic
+on some texts (a long run of spaces before text, many unclosed ``<think>`` tags) and a line-by-line
+longest-common-subsequence in pure Python over every line of the answer. Both score the same answers against the same expected output (a typical 12-line Trace output):
 
 * ``typical``: a near-miss answer of 12 lines (what a model usually writes): the common case must not get slower;
 * hostile answers of ``--size`` characters: short lines, spaces, unclosed think tags;
@@ -14,65 +14,16 @@ of the answer. Both score the same answers against the same expected output (a t
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import os
 import platform
-import re
 import time
 from collections.abc import Callable
 
+from llm_gym.envs.trace import scoring_reference
 from llm_gym.envs.trace.scoring import score
 
 EXPECTED = "\n".join(f"__DBG_{i}__ x={i * 7} total={i * i}" for i in range(12))
-
-# -- the reference: the scorer before the caps (kept verbatim apart from names) -----------------------------------
-_THINK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
-_THINK_OPEN = re.compile(r"<think>.*", re.IGNORECASE | re.DOTALL)
-_THINK_CLOSE = re.compile(r"^.*</think>", re.IGNORECASE | re.DOTALL)
-_FENCE = re.compile(r"```[^\n`]*\n(.*?)(?:\n[ \t]*```|```)", re.DOTALL)
-_INLINE_FENCE = re.compile(r"```(.*?)```", re.DOTALL)
-_TRAILING = re.compile(r"[ \t]+$", re.MULTILINE)
-
-
-def _reference_extract(text: str) -> str:
-    text = _THINK_OPEN.sub("", _THINK_CLOSE.sub("", _THINK.sub("", text)))
-    fences = text.count("```")
-    if fences == 0:
-        return text
-    if fences % 2:
-        tail = text[text.rfind("```") + 3 :]
-        return tail.split("\n", 1)[1] if "\n" in tail else tail
-    blocks = _FENCE.findall(text) or _INLINE_FENCE.findall(text)
-    return blocks[-1] if blocks else text
-
-
-def _reference_normalise(text: str) -> str:
-    return _TRAILING.sub("", text.replace("\r\n", "\n").replace("\r", "\n")).strip("\n")
-
-
-def _reference_lcs(a: list[str], b: list[str]) -> int:
-    if not a or not b:
-        return 0
-    previous = [0] * (len(b) + 1)
-    for x in a:
-        current = [0]
-        for j, y in enumerate(b):
-            current.append(previous[j] + 1 if x == y else max(previous[j + 1], current[j]))
-        previous = current
-    return previous[-1]
-
-
-def reference_score(answer_text: str, expected_stdout: str) -> float:
-    answer = _reference_normalise(_reference_extract(answer_text))
-    expected = _reference_normalise(expected_stdout)
-    if answer == expected:
-        return 1.0
-    got, want = answer.split("\n") if answer else [], expected.split("\n") if expected else []
-    partial = _reference_lcs(want, got) / max(len(want), len(got), 1)
-    list(difflib.unified_diff(want, got, "expected", "answer", n=1, lineterm=""))
-    return partial
-
 
 # -- measurement ---------------------------------------------------------------------------------------------------
 
@@ -107,7 +58,7 @@ def main() -> None:
     for name, text in answers(args.size).items():
         # The reference is quadratic on the hostile answers: time it once there.
         new, result = timed(score, text, args.repeats * (200 if name == "typical" else 1))
-        old, reference = timed(reference_score, text, args.repeats * 200 if name == "typical" else 1)
+        old, reference = timed(scoring_reference.score, text, args.repeats * 200 if name == "typical" else 1)
         agree &= abs(result.partial - reference) < 1e-12  # the caps do not apply at this size: same credit
         rows[name] = {"seconds": new, "reference_seconds": old, "speedup": round(old / new, 1)}
     huge = {name: timed(score, text, 1)[0] for name, text in answers(10_000_000).items() if name != "typical"}

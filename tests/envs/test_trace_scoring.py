@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 import time
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from llm_gym.envs.trace import scoring_reference
 from llm_gym.envs.trace.scoring import MAX_COMPARED_LINES, extract_answer, lcs_length, normalise, score
 
 EXPECTED = "__DBG_1__ x=1\n  indented\n\nlast line\n"
@@ -88,44 +88,17 @@ def test_long_diffs_are_cut() -> None:
 # -- huge answers: every step of scoring is linear, and what is compared is capped -------------------------------
 
 
-def _old_extract(text: str) -> str:
-    """The regex-only extraction scoring used before (quadratic on many unclosed <think> tags): the reference."""
-    think = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
-    think_open = re.compile(r"<think>.*", re.IGNORECASE | re.DOTALL)
-    think_close = re.compile(r"^.*</think>", re.IGNORECASE | re.DOTALL)
-    text = think_open.sub("", think_close.sub("", think.sub("", text)))
-    fences = text.count("```")
-    if fences == 0:
-        return text
-    if fences % 2:
-        tail = text[text.rfind("```") + 3 :]
-        return tail.split("\n", 1)[1] if "\n" in tail else tail
-    blocks = re.findall(r"```[^\n`]*\n(.*?)(?:\n[ \t]*```|```)", text, re.DOTALL)
-    blocks = blocks or re.findall(r"```(.*?)```", text, re.DOTALL)
-    return blocks[-1] if blocks else text
-
-
-def _dp_lcs(a: list[str], b: list[str]) -> int:
-    previous = [0] * (len(b) + 1)
-    for x in a:
-        current = [0]
-        for j, y in enumerate(b):
-            current.append(previous[j] + 1 if x == y else max(previous[j + 1], current[j]))
-        previous = current
-    return previous[-1]
-
-
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(["<think>", "</think>", "<THINK>", "</Think>", "a", "b\n", "```", " "]), max_size=14))
 def test_reasoning_is_dropped_as_before(tokens: list[str]) -> None:
     text = "".join(tokens)
-    assert extract_answer(text) == _old_extract(text)
+    assert extract_answer(text) == scoring_reference.extract_answer(text)  # the regex-only extraction used before
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from("abc"), max_size=40), st.lists(st.sampled_from("abcd"), max_size=40))
 def test_bit_parallel_lcs_equals_the_textbook_one(a: list[str], b: list[str]) -> None:
-    assert lcs_length(a, b) == _dp_lcs(a, b)
+    assert lcs_length(a, b) == scoring_reference.lcs_length(a, b)  # the textbook dynamic programme
 
 
 @pytest.mark.parametrize(
