@@ -16,6 +16,7 @@ from llm_gym.agents.ppo_lora import PPOLoRAAgent
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.testing import tiny_config, train
 from llm_gym.envs.spaces import text_space
+from llm_gym.envs.testing import register_one_answer_env
 from llm_gym.lm.backends import ScoreRequest
 from llm_gym.lm.runtime import quiet_peft
 from llm_gym.runs import Run
@@ -41,25 +42,13 @@ class ColourBandit(gym.Env):
         return "done", float(action == 2), True, False, info
 
 
-class DigitWriter(gym.Env):
-    """The action is text; reward 1 when the answer starts with a digit (about 1 in 10 for a random model)."""
-
-    instructions = "Write."
-
-    def __init__(self) -> None:
-        self.action_space = text_space(64)
-        self.observation_space = text_space(64)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        return "go", {}
-
-    def step(self, action):
-        return "done", float(action[:1].isdigit()), True, False, {}
+def starts_with_a_digit(answer: str) -> float:
+    """About 1 in 10 answers of a random model start with a digit."""
+    return float(answer[:1].isdigit())
 
 
 gym.register("TestColourBandit-v0", entry_point=ColourBandit)
-gym.register("TestDigitWriter-v0", entry_point=DigitWriter)
+register_one_answer_env("TestDigitWriter-v0", starts_with_a_digit, prompt="go", instructions="Write.")
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ import pytest
 from llm_gym.actions import parse_action
 from llm_gym.agent import EnvConfig
 from llm_gym.envs.spaces import text_space
+from llm_gym.envs.testing import register_one_answer_env
 from llm_gym.errors import UnsupportedEnvError
 from llm_gym.lm.backends import GenerateRequest, ScoreRequest, make_backend
 from llm_gym.lm.policy import LMPolicy
@@ -44,25 +45,12 @@ class VaryingLegalEnv(gym.Env):
         return f"step {self.t}", 0.0, self.t >= 4, False, self._info()
 
 
-class EchoTextEnv(gym.Env):
-    """Takes free text; reward 1 when it is non-empty."""
-
-    instructions = "Write something."
-
-    def __init__(self) -> None:
-        self.action_space = text_space(64)
-        self.observation_space = text_space(64)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        return "say it", {}
-
-    def step(self, action):
-        return "done", float(bool(action)), True, False, {}
+def is_non_empty(answer: str) -> float:
+    return float(bool(answer))
 
 
 gym.register("TestVaryingLegal-v0", entry_point=VaryingLegalEnv)
-gym.register("TestEchoText-v0", entry_point=EchoTextEnv)
+register_one_answer_env("TestEchoText-v0", is_non_empty, prompt="say it", instructions="Write something.")
 
 
 @pytest.fixture(scope="module")
