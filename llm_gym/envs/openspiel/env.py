@@ -25,7 +25,7 @@ from llm_gym.envs.openspiel import text
 from llm_gym.envs.openspiel.affinetes import affinetes_opponents, affinetes_seat
 from llm_gym.envs.openspiel.catalog import GAMES, PROFILES, TASK_STRIDE, GameSpec, Task, decode_task_id, game_spec
 from llm_gym.envs.openspiel.core import is_perfect_information, is_zero_sum, load_game, sample_chance
-from llm_gym.envs.openspiel.moves import ActionNamer, MoveLog
+from llm_gym.envs.openspiel.moves import ActionNamer, MoveLog, SeatObservations
 from llm_gym.envs.openspiel.opponents import MCTSConfig, Opponent, OpponentSpec, describe_opponents, make_opponent
 from llm_gym.envs.openspiel.scoring import is_success, normalised_score
 from llm_gym.envs.spaces import text_space
@@ -59,7 +59,7 @@ def _max_actions(games: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]) -> 
     return max(load_game(name, dict(params)).num_distinct_actions() for name, params in games)
 
 
-class OpenSpielEnv(gym.Env):
+class OpenSpielEnv(SeatObservations, gym.Env):
     """An OpenSpiel game with text observations for the learner's seat.
 
     Args:
@@ -312,16 +312,7 @@ class OpenSpielEnv(gym.Env):
 
     def _view(self, player: int, legal: list[int], outcome: str | None) -> tuple[str, list[str]]:
         names, lines = self._namer.lines(self.state, player, legal)
-        body = text.observation_text(
-            self.game_spec,
-            text.player_view(self.game_spec, self.state, player),
-            player,
-            self.num_players,
-            self._log.recent(player),
-            lines,
-            self._decisions[player] + 1,
-            outcome,
-        )
+        body = self.seat_observation(player, lines, outcome)
         if len(body) > MAX_OBSERVATION_CHARS:
             body = body[: MAX_OBSERVATION_CHARS - 40] + "\n... (list cut; see info['legal_actions'])"
         return body, names

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from llm_gym.envs.openspiel import text
 from llm_gym.envs.openspiel.catalog import GameSpec
 from llm_gym.envs.openspiel.text import ascii_text, seat_name
 
@@ -88,3 +89,27 @@ class MoveLog:
 
     def restore(self, snapshot: tuple[tuple[tuple[int, str], ...], tuple[int, ...]]) -> None:
         self.moves, self.seen = list(snapshot[0]), list(snapshot[1])
+
+
+class SeatObservations:
+    """What one seat is told, for the two OpenSpiel envs (Gymnasium and PettingZoo AEC) that keep the same game
+    bookkeeping: ``game_spec``, ``state``, ``num_players``, the move log and each seat's decision count."""
+
+    game_spec: GameSpec
+    state: Any
+    num_players: int
+    _log: MoveLog
+    _decisions: list[int]
+
+    def seat_observation(self, player: int, action_lines: Sequence[str], outcome: str | None) -> str:
+        """The seat's view of the state, the moves since its last turn, and its legal actions or the outcome."""
+        return text.observation_text(
+            self.game_spec,
+            text.player_view(self.game_spec, self.state, player),
+            player,
+            self.num_players,
+            self._log.recent(player),
+            action_lines,
+            self._decisions[player] + 1,
+            outcome,
+        )

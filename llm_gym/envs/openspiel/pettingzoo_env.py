@@ -32,13 +32,13 @@ from llm_gym.envs.openspiel import text
 from llm_gym.envs.openspiel.catalog import TASK_STRIDE, decode_task_id, game_spec
 from llm_gym.envs.openspiel.core import is_perfect_information, is_zero_sum, load_game, sample_chance
 from llm_gym.envs.openspiel.env import MAX_OBSERVATION_CHARS
-from llm_gym.envs.openspiel.moves import ActionNamer, MoveLog
+from llm_gym.envs.openspiel.moves import ActionNamer, MoveLog, SeatObservations
 from llm_gym.envs.openspiel.scoring import is_success, normalised_score
 from llm_gym.envs.spaces import text_space
 from llm_gym.errors import EnvInputError
 
 
-class OpenSpielAECEnv(AECEnv):
+class OpenSpielAECEnv(SeatObservations, AECEnv):
     """PettingZoo AEC env of one OpenSpiel game; agents are ``player_0`` ... ``player_{n-1}``.
 
     Args:
@@ -188,16 +188,7 @@ class OpenSpielAECEnv(AECEnv):
         if self.state.is_terminal() or self.truncations.get(agent, False):
             score = normalised_score(self._returns, player, *self._utility, self._zero_sum)
             outcome = text.outcome_text(self._returns, player, score)
-        observation = text.observation_text(
-            self.game_spec,
-            text.player_view(self.game_spec, self.state, player),
-            player,
-            self.num_players,
-            self._log.recent(player),
-            lines,
-            self._decisions[player] + 1,
-            outcome,
-        )
+        observation = self.seat_observation(player, lines, outcome)
         tensor = np.zeros(self.tensor_size, dtype=np.float32)
         values = (
             self.state.information_state_tensor(player) if self._info_tensor else self.state.observation_tensor(player)
