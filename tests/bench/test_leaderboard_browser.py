@@ -82,8 +82,9 @@ def smoke_board(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_smoke_leaderboard_files(smoke_board: Path) -> None:
     for name in ("leaderboard.md", "index.html", "results.jsonl", "episodes.sqlite", "plots/aggregate.svg"):
         assert (smoke_board / name).is_file(), name
-    pages = [smoke_board / "index.html", *sorted((smoke_board / "trajectories").glob("*.html"))]
-    assert len(pages) > 1, "the smoke run records trajectories"
+    episodes = sorted((smoke_board / "trajectories").glob("*.js"))
+    assert episodes, "the smoke run records trajectories"
+    pages = [smoke_board / "index.html", smoke_board / "trajectories" / "viewer.html", *episodes]
     for page in pages:
         text = page.read_text()
         assert not re.search(r"(?:src|href)\s*=\s*[\"']?(?:https?:)?//", text), f"external URL in {page.name}"
@@ -127,16 +128,18 @@ def test_the_leaderboard_renders_in_chromium(chromium: str, smoke_board: Path, t
 
 
 def test_the_trajectory_viewer_steps_in_chromium(chromium: str, smoke_board: Path, tmp_path: Path) -> None:
-    pages = sorted((smoke_board / "trajectories").glob("*.html"))
-    for page in pages:
-        dom, console = _run_chromium(chromium, tmp_path, page.as_uri(), "--dump-dom")
-        assert console == [], (page.name, console)
+    viewer = (smoke_board / "trajectories" / "viewer.html").as_uri()
+    episodes = sorted((smoke_board / "trajectories").glob("*.js"))
+    assert episodes
+    for data in episodes:
+        dom, console = _run_chromium(chromium, tmp_path, f"{viewer}?episode={data.stem}", "--dump-dom")
+        assert console == [], (data.name, console)
         observation = re.search(r'<pre id="obs">(.*?)</pre>', dom, re.S).group(1)
-        assert observation.strip(), f"the viewer script did not show step 1 of {page.name}"
+        assert observation.strip(), f"the viewer script did not show step 1 of episode {data.stem}"
         assert re.search(r'<span id="where">step 1 of \d+</span>', dom)
     # A score-mode LM episode lists every legal action with its probability.
-    lm_pages = [p for p in pages if "lm-smollm2-135m on tic_tac_toe" in p.read_text()]
-    assert lm_pages
-    dom, _ = _run_chromium(chromium, tmp_path, lm_pages[0].as_uri(), "--dump-dom")
+    lm_episodes = [p for p in episodes if "lm-smollm2-135m on tic_tac_toe" in p.read_text()]
+    assert lm_episodes
+    dom, _ = _run_chromium(chromium, tmp_path, f"{viewer}?episode={lm_episodes[0].stem}", "--dump-dom")
     probabilities = [float(p) for p in re.findall(r"<td>(0\.\d{4}|1\.0000)</td>", dom)]
     assert len(probabilities) >= 2 and sum(probabilities) == pytest.approx(1.0, abs=2e-3)

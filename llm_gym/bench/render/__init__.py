@@ -12,7 +12,7 @@ from llm_gym.bench.render.html import render_html
 from llm_gym.bench.render.markdown import render_markdown
 from llm_gym.bench.render.plots import aggregate_plot, curve_plot, family_plot
 from llm_gym.bench.render.tables import all_tables
-from llm_gym.bench.render.viewer import render_viewer
+from llm_gym.bench.render.viewer import write_episode, write_viewer
 from llm_gym.bench.store import EpisodeStore
 from llm_gym.bench.summary import Leaderboard, summarise
 from llm_gym.errors import ConfigError
@@ -39,8 +39,9 @@ def render_leaderboard(store: EpisodeStore, suite: str, out: str | Path) -> Path
     by_id = {r.id: r for r in rows}
     if board.trajectories:
         (out / "trajectories").mkdir()
+        write_viewer(out / "trajectories")
         for episode_id, *_ in board.trajectories:
-            render_viewer(by_id[episode_id], store.trajectory(episode_id), out / "trajectories" / f"{episode_id}.html")
+            write_episode(by_id[episode_id], store.trajectory(episode_id), out / "trajectories")
     intro = _intro(board)
     footer = _footer()
     render_markdown(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from llm_gym.bench.references import ATARI_REFERENCES, atari_game
+from llm_gym.bench.render.viewer import viewer_link
 from llm_gym.bench.suite import HELDOUT, TRAIN
 from llm_gym.bench.summary import Leaderboard
 
@@ -201,7 +202,7 @@ def trajectory_table(board: Leaderboard) -> Table | None:
     rows, links = [], {}
     for i, (episode_id, entry, label, seed) in enumerate(board.trajectories):
         rows.append([entry, label, str(seed), f"episode {episode_id}"])
-        links[(i, 3)] = f"trajectories/{episode_id}.html"
+        links[(i, 3)] = viewer_link(episode_id)
     return Table(
         "Recorded trajectories",
         ["entry", "env", "seed", "viewer"],

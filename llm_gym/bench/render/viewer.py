@@ -1,21 +1,28 @@
-"""The trajectory viewer: one self-contained HTML page per recorded episode (data inline, a few lines of script).
+"""The trajectory viewer: one page, ``trajectories/viewer.html``, and one data file per recorded episode.
 
-It steps through the episode: the observation, every legal action with the policy's probability (exact in score
-mode; uniform for ``random``), the chosen action, the reward, the running return and the value estimate where the
-policy has one. Keys: left/right arrows.
+``viewer.html?episode=ID`` loads ``ID.js`` (the episode as one JSON object assigned to ``window.TRAJECTORY``) with a
+script tag, which browsers allow from ``file://`` too, so the leaderboard works straight from disk. The page steps
+through the episode: the observation, every legal action with the policy's probability (exact in score mode;
+uniform for ``random``), the chosen action, the reward, the running return and the value estimate where the policy
+has one. Keys: left/right arrows. The viewer is written once, not copied into every episode's page.
 """
 
 from __future__ import annotations
 
-import html
 import json
 from pathlib import Path
 from typing import Any
 
 from llm_gym.bench.store import EpisodeRow
 
+VIEWER = "viewer.html"
+
 _SCRIPT = """
-const data = JSON.parse(document.getElementById('trajectory').textContent);
+function start() {
+const data = window.TRAJECTORY;
+document.title = data.title;
+document.getElementById('title').textContent = data.title;
+document.getElementById('summary').textContent = data.summary;
 const steps = data.steps;
 const slider = document.getElementById('step');
 slider.max = Math.max(0, steps.length - 1);
@@ -57,6 +64,17 @@ document.addEventListener('keydown', e => {
   if (e.key === 'ArrowRight') document.getElementById('next').click();
 });
 if (steps.length) show(0);
+}
+const episode = new URLSearchParams(location.search).get('episode');
+if (episode && /^[0-9]+$/.test(episode)) {
+  const tag = document.createElement('script');
+  tag.src = episode + '.js';
+  tag.onload = start;
+  tag.onerror = () => { document.getElementById('title').textContent = `no recorded episode ${episode}`; };
+  document.body.appendChild(tag);
+} else {
+  document.getElementById('title').textContent = 'open this page as viewer.html?episode=ID (links on the leaderboard)';
+}
 """
 
 _STYLE = """
@@ -69,22 +87,19 @@ tr.chosen td { background: #e3efff; font-weight: 600; }
 """
 
 
-def render_viewer(row: EpisodeRow, trajectory: dict[str, Any], out: Path) -> Path:
-    """Write the viewer page of one stored episode."""
-    title = f"{row.entry} on {row.env_label}, seed {row.seed}"
-    data = json.dumps({"steps": trajectory.get("steps", [])}).replace("</", "<\\/")
-    recorded = len(trajectory.get("steps", []))
-    summary = (
-        f"return {row.episode_return:g}, length {row.length}{' (cut)' if row.truncated else ''}, "
-        f"task id {'–' if row.task_id is None else row.task_id}, env {row.env_id}, agent {row.agent}"
-        + (f"; the first {recorded} of {row.length} steps were recorded" if recorded < row.length else "")
-    )
+def viewer_link(episode_id: int) -> str:
+    """The viewer URL of one episode, relative to the leaderboard's folder."""
+    return f"trajectories/{VIEWER}?episode={episode_id}"
+
+
+def write_viewer(directory: Path) -> Path:
+    """Write the one viewer page into ``directory`` (the leaderboard's ``trajectories/``)."""
     page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title><style>{_STYLE}</style></head>
+<html lang="en"><head><meta charset="utf-8"><title>trajectory</title><style>{_STYLE}</style></head>
 <body>
 <p><a href="../index.html">leaderboard</a></p>
-<h1>{html.escape(title)}</h1>
-<p>{html.escape(summary)}</p>
+<h1 id="title"></h1>
+<p id="summary"></p>
 <p><button id="prev">&larr; prev</button> <input id="step" type="range" min="0" value="0" style="width:60%">
 <button id="next">next &rarr;</button> <span id="where"></span></p>
 <div class="cols">
@@ -92,9 +107,28 @@ def render_viewer(row: EpisodeRow, trajectory: dict[str, Any], out: Path) -> Pat
 <div><h3>Decision</h3><ul id="facts"></ul>
 <table><thead><tr><th>legal action</th><th>probability</th><th></th></tr></thead><tbody id="legal"></tbody></table></div>
 </div>
-<script type="application/json" id="trajectory">{data}</script>
 <script>{_SCRIPT}</script>
 </body></html>
 """
+    out = directory / VIEWER
     out.write_text(page)
+    return out
+
+
+def write_episode(row: EpisodeRow, trajectory: dict[str, Any], directory: Path) -> Path:
+    """Write one stored episode's data file (``<id>.js``) for the viewer."""
+    recorded = len(trajectory.get("steps", []))
+    summary = (
+        f"return {row.episode_return:g}, length {row.length}{' (cut)' if row.truncated else ''}, "
+        f"task id {'–' if row.task_id is None else row.task_id}, env {row.env_id}, agent {row.agent}"
+        + (f"; the first {recorded} of {row.length} steps were recorded" if recorded < row.length else "")
+    )
+    data = {
+        "title": f"{row.entry} on {row.env_label}, seed {row.seed}",
+        "summary": summary,
+        "steps": trajectory.get("steps", []),
+    }
+    # One line of JSON: "</" is escaped so no text in an observation can close a script element.
+    out = directory / f"{row.id}.js"
+    out.write_text("window.TRAJECTORY = " + json.dumps(data).replace("</", "<\\/") + ";\n")
     return out
