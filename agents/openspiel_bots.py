@@ -59,7 +59,7 @@ class MCTSPolicy:
         if "game_string" not in info or "history" not in info:
             raise UnsupportedEnvError("the mcts agent plays OpenSpiel envs only (their info carries the game history)")
         game, bot = self._bot(info["game_string"], info["game"])
-        state = _replay(game, info["history"])
+        state = replay(game, info["history"])
         return bot.act(state, int(info["player"]))
 
     def _bot(self, game_string: str, name: str) -> tuple[Any, Any]:
@@ -74,7 +74,7 @@ class MCTSPolicy:
         return self._bots[game_string]
 
 
-def _replay(game: Any, history: Sequence[int]) -> Any:
+def replay(game: Any, history: Sequence[int]) -> Any:
     """The state after ``history``; a simultaneous round takes one action per player from the history."""
     state = game.new_initial_state()
     index, players = 0, game.num_players()
@@ -113,4 +113,7 @@ def _check_terminal_rewards(name: str) -> None:
 
 @llm_gym.hookimpl
 def register_agents(register) -> None:
+    from llm_gym.agents.openspiel_solver import SolverAgent
+
     register(MCTSAgent)
+    register(SolverAgent)

@@ -1,0 +1,146 @@
+"""``solver``: exact play of small two-player zero-sum OpenSpiel games (tic-tac-toe and the like), by memoised
+minimax over the whole game tree. A demonstrator whose every move is provably optimal, where MCTS is noisy.
+
+Among the moves that keep the game-theoretic value (so it never loses a won or drawn position against anyone), it
+picks, by default, the one with the best expected score against a uniformly random opponent, computed exactly over
+the same tree: against ``random`` it wins as often as an optimal player can, and against MCTS it still never loses.
+A game too large to solve (more states than ``max_states``) is refused with one line that points at ``mcts``.
+
+It does not learn; ``train`` records how it plays, a reference line beside the learners.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from llm_gym.agent import AgentConfig, EnvConfig, Policy
+from llm_gym.agents.baselines import BaselineAgent
+from llm_gym.agents.openspiel_bots import replay
+from llm_gym.envs.catalog import env_family
+from llm_gym.errors import UnsupportedEnvError
+
+
+@dataclass(frozen=True, kw_only=True)
+class SolverConfig(AgentConfig):
+    """How the exact solver breaks ties and how large a game it accepts."""
+
+    tiebreak: Literal["random_opponent", "first"] = "random_opponent"
+    """Among the optimal moves: random_opponent takes the one with the best exact expected score against a uniformly
+    random opponent; first takes the lowest action id (both never lose a position an optimal player would not)."""
+    max_states: int = 2_000_000
+    """Refuse a game once the search has seen this many distinct states (tic-tac-toe has 5,478)."""
+
+
+class GameSolver:
+    """Minimax values (for every seat) and random-opponent expectations of one game's states, memoised."""
+
+    def __init__(self, game: Any, max_states: int) -> None:
+        from llm_gym.envs.openspiel.core import pyspiel_module
+
+        game_type = game.get_type()
+        pyspiel = pyspiel_module()
+        if (
+            game.num_players() != 2
+            or game_type.information != pyspiel.GameType.Information.PERFECT_INFORMATION
+            or game_type.chance_mode != pyspiel.GameType.ChanceMode.DETERMINISTIC
+            or game_type.dynamics != pyspiel.GameType.Dynamics.SEQUENTIAL
+        ):
+            raise UnsupportedEnvError(
+                f"the solver plays two-player, sequential, deterministic perfect-information games; "
+                f"{game_type.short_name} is not one: use --agent mcts"
+            )
+        self.game, self.max_states = game, max_states
+        self._minimax: dict[str, float] = {}
+        self._expected: dict[tuple[str, int], float] = {}
+        self._low, self._high = game.min_utility(), game.max_utility()
+
+    def _key(self, state: Any) -> str:
+        return f"{state.current_player()}|{state}"
+
+    def value(self, state: Any) -> float:
+        """Player 0's return under optimal play from ``state`` (player 1's is its negation: zero-sum)."""
+        if state.is_terminal():
+            return float(state.returns()[0])
+        key = self._key(state)
+        cached = self._minimax.get(key)
+        if cached is not None:
+            return cached
+        if len(self._minimax) >= self.max_states:
+            raise UnsupportedEnvError(
+                f"{self.game.get_type().short_name} has over {self.max_states:,} states: too large to solve exactly; "
+                f"use --agent mcts (or raise --set max_states=...)"
+            )
+        values = [self.value(state.child(a)) for a in state.legal_actions()]
+        result = max(values) if state.current_player() == 0 else min(values)
+        self._minimax[key] = result
+        return result
+
+    def optimal_actions(self, state: Any) -> list[int]:
+        """The legal actions that keep the mover's minimax value."""
+        player = state.current_player()
+        sign = 1.0 if player == 0 else -1.0
+        values = {a: sign * self.value(state.child(a)) for a in state.legal_actions()}
+        best = max(values.values())
+        return [a for a, v in values.items() if v >= best - 1e-9]
+
+    def expected(self, state: Any, seat: int) -> float:
+        """``seat``'s expected return when it plays optimal moves (best expectation first) and the other seat
+        plays uniformly at random."""
+        if state.is_terminal():
+            return float(state.returns()[seat])
+        key = (self._key(state), seat)
+        cached = self._expected.get(key)
+        if cached is not None:
+            return cached
+        if state.current_player() == seat:
+            result = max(self.expected(state.child(a), seat) for a in self.optimal_actions(state))
+        else:
+            actions = state.legal_actions()
+            result = sum(self.expected(state.child(a), seat) for a in actions) / len(actions)
+        self._expected[key] = result
+        return result
+
+    def best_action(self, state: Any, tiebreak: str) -> int:
+        candidates = self.optimal_actions(state)
+        if tiebreak == "first" or len(candidates) == 1:
+            return min(candidates)
+        seat = state.current_player()
+        return max(candidates, key=lambda a: (self.expected(state.child(a), seat), -a))
+
+
+class SolverPolicy:
+    """Plays the solver's move in every env's current state (one solver, shared memo, per game)."""
+
+    def __init__(self, config: SolverConfig) -> None:
+        self.config = config
+        self._solvers: dict[str, GameSolver] = {}
+
+    def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
+        return [self._act(info) for info in infos]
+
+    def _act(self, info: Mapping[str, Any]) -> int:
+        if "game_string" not in info or "history" not in info:
+            raise UnsupportedEnvError("the solver plays OpenSpiel envs only (their info carries the game history)")
+        solver = self._solver(info["game_string"])
+        return solver.best_action(replay(solver.game, info["history"]), self.config.tiebreak)
+
+    def _solver(self, game_string: str) -> GameSolver:
+        if game_string not in self._solvers:
+            from llm_gym.envs.openspiel.core import pyspiel_module
+
+            self._solvers[game_string] = GameSolver(pyspiel_module().load_game(game_string), self.config.max_states)
+        return self._solvers[game_string]
+
+
+class SolverAgent(BaselineAgent):
+    name = "solver"
+    description = "Exact minimax play of small two-player OpenSpiel games (ties: best against a random opponent)."
+    Config = SolverConfig
+
+    def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
+        if env_family(env.env_id) != "openspiel":
+            raise UnsupportedEnvError(f"the solver plays OpenSpiel envs only, not {env.env_id}; try --agent random")
+        return SolverPolicy(self.config)
