@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from llm_gym.agents.reflection.config import ReflectionConfig
-from llm_gym.agents.reflection.finetune import Encoded, Example, answer_only_labels
 from llm_gym.lm.backends import LMBackend
+from llm_gym.lm.finetune import Encoded, Example, answer_only_labels
 from llm_gym.lm.models import load_causal_lm
 from llm_gym.lm.prompts import PromptBuilder
 from llm_gym.lm.runtime import default_device, quiet_peft

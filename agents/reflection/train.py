@@ -19,7 +19,6 @@ import torch
 
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.reflection.config import ReflectionConfig
-from llm_gym.agents.reflection.finetune import Example, TrainSettings, train_answers
 from llm_gym.agents.reflection.model import ReflectionModel
 from llm_gym.agents.reflection.plot import plot_rewards
 from llm_gym.agents.reflection.prompts import (
@@ -36,6 +35,7 @@ from llm_gym.callbacks import Callback
 from llm_gym.envs.protocol import EnvTraits
 from llm_gym.evaluation import run_episodes
 from llm_gym.lm.backends import GenerateRequest, LMBackend, ScoreRequest
+from llm_gym.lm.finetune import Example, TrainSettings, train_answers
 from llm_gym.lm.policy import LMPolicy
 from llm_gym.lm.prompts import observation_text
 from llm_gym.lm.runtime import configure_threads

@@ -1,4 +1,5 @@
-"""Supervised fine-tuning on verified corrections, with the loss on the answer tokens only.
+"""Supervised fine-tuning with the loss on the answer tokens only, shared by ``reflection`` (verified corrections)
+and ``sft`` (demonstrations).
 
 An example is a prompt (the env's rules + the observation, exactly as the policy sees it when acting) and an
 answer (the corrected action's name followed by the chat template's end-of-answer token: exactly the string score
@@ -6,8 +7,11 @@ mode rates, so training it raises that action's probability where the model acts
 and padding get the label -100, so nothing but the answer is learnt. Nothing is truncated: an image's tokens stay
 whole (a prompt longer than the model's context is an error, not a silent cut).
 
-The encoder of an example comes from the model side (:class:`~llm_gym.agents.reflection.model.ReflectionModel`):
-text models give token ids, image+text models also ``pixel_values`` (and ``pixel_attention_mask``).
+The encoder of an example comes from the model side (reflection's ``ReflectionModel``, sft's ``DemoEncoder``):
+text models give token ids, image+text models also ``pixel_values`` (and ``pixel_attention_mask``). ``reflection``
+trains with :func:`train_answers` (a full forward per step: it also trains image+text and fully fine-tuned
+models); ``sft`` feeds the same examples, split by :func:`prompt_and_answer`, to ``ppo_lora``'s split forward,
+which computes the same loss (a test checks they agree) with the frozen layers run once per example.
 """
 
 from __future__ import annotations
@@ -47,6 +51,12 @@ class Encoded:
 def answer_only_labels(prompt_ids: Sequence[int], answer_ids: Sequence[int]) -> Encoded:
     """Prompt followed by answer; only the answer carries labels."""
     return Encoded([*prompt_ids, *answer_ids], [IGNORE] * len(prompt_ids) + list(answer_ids), {})
+
+
+def prompt_and_answer(example: Encoded) -> tuple[list[int], list[int]]:
+    """The prompt tokens (label -100) and the answer tokens (labelled) of an example."""
+    start = next((i for i, label in enumerate(example.labels) if label != IGNORE), len(example.labels))
+    return example.input_ids[:start], example.input_ids[start:]
 
 
 def collate(batch: Sequence[Encoded], pad_id: int) -> dict[str, torch.Tensor]:

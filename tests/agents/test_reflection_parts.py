@@ -11,14 +11,6 @@ import torch
 
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.reflection.credit import choose_poor_steps, credit_reward, discounted_outcomes
-from llm_gym.agents.reflection.finetune import (
-    IGNORE,
-    Example,
-    TrainSettings,
-    answer_only_labels,
-    collate,
-    train_answers,
-)
 from llm_gym.agents.reflection.prompts import (
     StepForReflection,
     format_reflection,
@@ -28,6 +20,14 @@ from llm_gym.agents.reflection.prompts import (
 )
 from llm_gym.agents.reflection.trial import Candidate
 from llm_gym.agents.reflection.verify import RandomContinuation, verify
+from llm_gym.lm.finetune import (
+    IGNORE,
+    Example,
+    TrainSettings,
+    answer_only_labels,
+    collate,
+    train_answers,
+)
 
 NAMES = ("NOOP", "FIRE", "UP", "DOWN")
 IDS = (0, 1, 2, 3)
