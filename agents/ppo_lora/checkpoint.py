@@ -85,6 +85,20 @@ def load_checkpoint(
     return Counters.from_state_dict(data["counters"]), data["next_done"], env_state
 
 
+def init_checkpoint(path: str) -> Path:
+    """The checkpoint ``init_adapter`` names (a run directory gives its newest), checked to hold an adapter."""
+    from llm_gym.runs import Run
+
+    if not Path(path).exists():
+        raise CheckpointError(
+            f"init_adapter {path} does not exist (give an sft or ppo_lora checkpoint or run directory)"
+        )
+    _, checkpoint = Run.resolve_checkpoint(path)
+    assert checkpoint is not None  # required=True raises instead
+    adapter_dir(checkpoint)
+    return checkpoint
+
+
 def adapter_dir(checkpoint: Path) -> Path:
     path = Path(checkpoint) / ADAPTER_DIR
     if not (path / "adapter_config.json").is_file():

@@ -30,6 +30,10 @@ class PPOLoRAConfig(LocalLMConfig):
     prefix of another ("1" vs "10") gets the probability of being the whole answer."""
 
     # -- LoRA and the value head -------------------------------------------------------------------------------
+    init_adapter: str = ""
+    """Start from this checkpoint (an sft or ppo_lora checkpoint directory, or a run directory: its newest one):
+    its adapter/ and, where present, value_head.pt, instead of a fresh LoRA (whose shape then comes from the
+    adapter; trainable_layers must match it). Ignored on --resume, which continues from the run's own checkpoint."""
     trainable_layers: int = 8
     """LoRA on the top N decoder layers; the frozen layers below run once per decision and their output is reused
     by every epoch and by the reference policy. 0: all layers."""

@@ -71,6 +71,7 @@ class ActorCritic:
         from peft import LoraConfig, PeftModel, get_peft_model
 
         if adapter is not None:
+            _check_adapter_layers(adapter, self.split_layer, num_layers)
             return PeftModel.from_pretrained(base, str(adapter), is_trainable=True)
         lora = LoraConfig(
             r=config.lora_rank,
@@ -151,4 +152,24 @@ class ActorCritic:
         torch.save(self.value_head.state_dict(), directory / VALUE_HEAD_FILE)
 
     def load_value_head(self, directory: Path) -> None:
+        """The value head saved beside a checkpoint's adapter."""
         self.value_head.load_state_dict(torch.load(directory / VALUE_HEAD_FILE, weights_only=True))
+
+
+def _check_adapter_layers(adapter: Path, split_layer: int, num_layers: int) -> None:
+    """An adapter must sit on exactly the layers above the split: below it the layers run once, without gradients,
+    and the reference pass would not switch a LoRA there off."""
+    import json
+
+    from llm_gym.errors import ConfigError
+
+    layers = json.loads((Path(adapter) / "adapter_config.json").read_text()).get("layers_to_transform")
+    have = sorted(layers) if layers is not None else list(range(num_layers))
+    want = list(range(split_layer, num_layers))
+    if have != want:
+        top = have == list(range(num_layers - len(have), num_layers))
+        fix = f"set trainable_layers={len(have)} to continue from it" if top else "ppo_lora trains top layers only"
+        raise ConfigError(
+            f"the adapter in {adapter} has LoRA on layers {have[0]}..{have[-1]} of {num_layers}, this run would train "
+            f"the top {num_layers - split_layer}: {fix}"
+        )

@@ -17,9 +17,9 @@ import torch
 from llm_gym import training
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.acting import LivePolicy, Strategy, strategy_for
-from llm_gym.agents.ppo_lora.checkpoint import Counters, load_checkpoint, save_checkpoint
+from llm_gym.agents.ppo_lora.checkpoint import Counters, init_checkpoint, load_checkpoint, save_checkpoint
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
-from llm_gym.agents.ppo_lora.model import ADAPTER_DIR, ActorCritic
+from llm_gym.agents.ppo_lora.model import ADAPTER_DIR, VALUE_HEAD_FILE, ActorCritic
 from llm_gym.agents.ppo_lora.rollout import collect, rollout_arrays
 from llm_gym.agents.ppo_lora.update import ppo_update
 from llm_gym.callbacks import Callback
@@ -57,6 +57,20 @@ def _lr_factor(config: PPOLoRAConfig, total_updates: int):
     return factor
 
 
+def initial_actor_critic(config: PPOLoRAConfig, instructions: str, resume: Path | None) -> ActorCritic:
+    """The model a run starts from: the run's own checkpoint on --resume, else ``init_adapter``'s adapter and value
+    head (a warm start, e.g. from sft), else a fresh LoRA."""
+    if resume:
+        return ActorCritic(config, instructions, adapter=resume / ADAPTER_DIR)
+    if not config.init_adapter:
+        return ActorCritic(config, instructions)
+    start = init_checkpoint(config.init_adapter)
+    ac = ActorCritic(config, instructions, adapter=start / ADAPTER_DIR)
+    if (start / VALUE_HEAD_FILE).is_file():
+        ac.load_value_head(start)
+    return ac
+
+
 def evaluate(
     ac: ActorCritic, strategy: Strategy, env: EnvConfig, config: PPOLoRAConfig, run: Run, step: int, renders: bool
 ) -> tuple[list[float], list[float]]:
@@ -82,7 +96,7 @@ def train(
     traits = _probe(env, config)
     strategy = strategy_for(config)
     resume = run.resumed_from
-    ac = ActorCritic(config, traits.instructions, adapter=resume / ADAPTER_DIR if resume else None)
+    ac = initial_actor_critic(config, traits.instructions, resume)
     params = ac.trainable_parameters()
     optimizer = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=config.weight_decay)
     total_updates = max(1, math.ceil(config.total_steps / config.rollout_size))

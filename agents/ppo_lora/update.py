@@ -33,7 +33,7 @@ def _flatten(rollout: Rollout) -> dict[str, list]:
     return flat
 
 
-def _padded_hidden(rows: list[torch.Tensor], width: int) -> torch.Tensor:
+def padded_hidden(rows: list[torch.Tensor], width: int) -> torch.Tensor:
     out = rows[0].new_zeros((len(rows), width, rows[0].shape[-1]))
     for i, row in enumerate(rows):
         out[i, : row.shape[0]] = row
@@ -70,7 +70,7 @@ def ppo_update(
                     [flat["uses_prefix"][i] for i in index],
                     [flat["continuations"][i] for i in index],
                 )
-                hidden = _padded_hidden([flat["hidden"][i] for i in index], batch.input_ids.shape[1])
+                hidden = padded_hidden([flat["hidden"][i] for i in index], batch.input_ids.shape[1])
                 out, values = ac.top(hidden.to(ac.device), batch, "train")
                 targets = (t[index].to(values.device) for t in (advantages, returns, old_values))
                 stored = Stored(*([flat[k][i] for i in index] for k in STORED), *targets)

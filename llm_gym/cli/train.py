@@ -80,7 +80,9 @@ def train(
     finally:
         run.close()
     keys = ("env_steps", "episodes", "mean_return", "ci95", "best_eval_return")
-    console.print({k: summary[k] for k in keys if k in summary})
+    shown = [f"{k.replace('_', ' ')} {summary[k]:.4g}" for k in keys if isinstance(summary.get(k), (int, float))]
+    if shown:  # one readable line, not a dict; summary.json has everything
+        console.print(", ".join(shown))
     console.print(f"summary: {run.path / 'summary.json'}")
 
 
