@@ -69,17 +69,18 @@ def sweep(
     counts = {state: sum(r.state == state for r in runs) for state in ("done", "resume", "new")}
     console.print(
         f"sweep {sweep_dir}: {len(grid_cells)} cells x {len(seed_list)} seeds = {len(runs)} runs "
-        f"({counts['done']} finished, {counts['resume']} to resume, {counts['new']} new)"
+        f"({counts['done']} finished, {counts['resume']} to resume, {counts['new']} new)",
+        soft_wrap=True,
     )
     if dry_run:
         for run in runs:
-            console.print(f"  {run.state:6} {run.name}", markup=False)
+            console.print(f"  {run.state:6} {run.name}", markup=False, soft_wrap=True)
         return
     sweep_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(sweep_dir / plan.SWEEP_FILE, spec.record())
 
     def report(line: str) -> None:
-        console.print(line, markup=False)
+        console.print(line, markup=False, soft_wrap=True)
 
     logs = sweep_dir / execute.LOGS_DIR
     if ray:
@@ -91,11 +92,11 @@ def sweep(
     rows = results.collect(runs, grid_cells)
     json_path, csv_path = results.write(rows, keys, sweep_dir)
     console.print(results.table(rows, keys, f"{agent} on {env}: mean ± 95% CI over seeds"))
-    console.print(f"results: {csv_path} {json_path}")
+    console.print(f"results: {csv_path} {json_path}", soft_wrap=True)
     failed = [o for o in outcomes if not o.ok]
     if failed:
         names = ", ".join(o.run.name for o in failed)
-        console.print(f"{len(failed)} run(s) failed: {names}; see {logs}; rerun the same command to retry them")
+        console.print(f"{len(failed)} run(s) failed: {names}; see {logs}; rerun the same command to retry them", soft_wrap=True)
         raise typer.Exit(1)
 
 

@@ -48,6 +48,7 @@ def _thread_env(parallel: int) -> dict[str, str]:
     user set them."""
     env = dict(os.environ)
     env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // parallel)))
+    env.setdefault("COLUMNS", "160")  # the logs are files: long paths on one line
     return env
 
 
@@ -101,7 +102,7 @@ def _finished_line(outcome: Outcome) -> str:
 
 def _ray_train(args: list[str], log: str, threads: int) -> tuple[int, float]:
     """A Ray task's body: the same train process as a local sweep, its output appended to ``log``."""
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    env = {"COLUMNS": "160", **os.environ, "OMP_NUM_THREADS": str(threads)}
     started = time.perf_counter()
     with open(log, "a") as handle:
         code = subprocess.run(train_command(args), stdout=handle, stderr=subprocess.STDOUT, env=env).returncode
