@@ -115,14 +115,15 @@ class Strategy(Protocol):
         ...
 
 
-def _ppo(config: PPOLoRAConfig, *terms: torch.Tensor, normalize: bool = True) -> PPOLosses:
+def _ppo(config: PPOLoRAConfig, *terms: torch.Tensor) -> PPOLosses:
+    # Advantages arrive normalised (over the rollout or the optimizer step, per config.advantage_norm: update.py).
     return ppo_losses(
         *terms,
         clip_coef=config.clip_coef,
         value_clip_coef=config.value_clip_coef or None,
         value_coef=config.value_coef,
         entropy_coef=config.entropy_coef,
-        normalize_advantages=normalize,
+        normalize_advantages=False,
     )
 
 
@@ -197,15 +198,14 @@ class GenerateMode:
 
     def losses(self, forward: Forward, stored: Stored, config: PPOLoRAConfig) -> tuple[PPOLosses, torch.Tensor]:
         out, values, batch = forward.out, forward.values, forward.batch
-        device, rows = values.device, len(stored.choice)
+        device = values.device
         token_row = batch.seq_row[batch.target_seq].to(device)
         old = torch.cat(stored.token_logprobs).to(device)
-        # Advantages are normalised per decision, then every token of a decision carries its decision's.
+        # Every token of a decision carries its decision's (already normalised) advantage.
         adv = stored.advantages
-        adv = (adv - adv.mean()) / (adv.std() + 1e-8) if rows > 1 else adv
         entropy = out.predictor_entropy[batch.target_predictor.to(device)]
         per_token = (adv[token_row], values[token_row], stored.old_values[token_row], stored.returns[token_row])
-        losses = _ppo(config, out.token_logprobs, old, *per_token, entropy, normalize=False)
+        losses = _ppo(config, out.token_logprobs, old, *per_token, entropy)
         kl = torch.zeros((), device=device)
         if stored.reference[0].numel():
             log_ratio = torch.cat(stored.reference).to(device) - out.token_logprobs

@@ -59,8 +59,19 @@ class PPOLoRAConfig(LocalLMConfig):
     """AdamW weight decay."""
     update_epochs: int = 2
     """Passes over each rollout."""
+    num_minibatches: int = 4
+    """Optimizer steps per epoch: each averages the gradient over rollout_size / num_minibatches decisions, so the
+    number of steps per update, and how far one update moves the policy, does not grow with num_envs (CleanRL's
+    convention); a larger rollout only makes each step's gradient less noisy."""
     minibatch_size: int = 64
-    """Decisions per gradient step."""
+    """Decisions per forward/backward pass (memory): an optimizer step's decisions are run in chunks of at most
+    this many and their gradients accumulated. It does not change the result, only the memory it takes."""
+    advantage_norm: Literal["rollout", "minibatch", "none"] = "rollout"
+    """Normalise advantages to mean 0, std 1 over the whole rollout (rollout), over each optimizer step's decisions
+    (minibatch: the usual PPO code; noisy when a minibatch holds few reward events), or not at all (none)."""
+    target_kl: float = 0.0
+    """Stop an update's epochs early once the mean approximate KL(old || new) of an epoch exceeds this; 0 = never.
+    (Not kl_target, which steers the KL to the reference model.)"""
     gamma: float = 0.99
     """Discount."""
     gae_lambda: float = 0.95
@@ -103,7 +114,8 @@ class PPOLoRAConfig(LocalLMConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("num_envs", "num_steps", "minibatch_size", "update_epochs", "lora_rank", "max_new_tokens"):
+        positive = ("num_envs", "num_steps", "minibatch_size", "num_minibatches", "update_epochs", "lora_rank")
+        for name in (*positive, "max_new_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.trainable_layers < 0:

@@ -1,6 +1,11 @@
 """One PPO update over a rollout: minibatches re-packed from the stored decisions, the trainable layers re-run on
 the stored frozen-layer output, and the action mode's terms (:meth:`~llm_gym.agents.ppo_lora.acting.Strategy.losses`:
 the shared PPO losses plus the KL to the reference) weighted into one loss.
+
+The update is built to behave the same at any batch size (``docs/ppo_lora.md``, "Batch size and greedy collapse"):
+every epoch takes ``num_minibatches`` optimizer steps whatever the rollout size (each step's gradient accumulated
+over chunks of at most ``minibatch_size`` decisions), and advantages are normalised once over the whole rollout, so
+a minibatch without reward events is not blown up to unit scale.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from llm_gym.agents.ppo_lora.acting import Forward, Stored, Strategy
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.rollout import Rollout
+from llm_gym.rl import PPOLosses
 
 STORED = ("choice", "logprob", "token_logprobs", "reference")
 """What each decision keeps for :class:`Stored`, in its field order."""
@@ -40,6 +46,26 @@ def padded_hidden(rows: list[torch.Tensor], width: int) -> torch.Tensor:
     return out
 
 
+def normalize_advantages(advantages: torch.Tensor) -> torch.Tensor:
+    """Mean 0, std 1 (unchanged when there are fewer than two)."""
+    if advantages.numel() < 2:
+        return advantages
+    return (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+
+
+def minibatches(samples: int, config: PPOLoRAConfig, generator: torch.Generator) -> list[list[list[int]]]:
+    """One epoch's optimizer steps: ``num_minibatches`` shuffled slices of the rollout (fewer when it has fewer
+    samples), each split into chunks of at most ``minibatch_size`` decisions that are run one after the other."""
+    order = torch.randperm(samples, generator=generator).tolist()
+    steps = min(config.num_minibatches, samples)
+    bounds = [round(i * samples / steps) for i in range(steps + 1)]
+    out = []
+    for lo, hi in zip(bounds, bounds[1:], strict=False):
+        step = order[lo:hi]
+        out.append([step[i : i + config.minibatch_size] for i in range(0, len(step), config.minibatch_size)])
+    return out
+
+
 def ppo_update(
     ac: ActorCritic,
     strategy: Strategy,
@@ -51,48 +77,83 @@ def ppo_update(
     generator: torch.Generator,
     kl_coef: float,
 ) -> dict[str, float]:
-    """Run ``update_epochs`` epochs of minibatch steps; returns the mean of each logged quantity."""
+    """Run up to ``update_epochs`` epochs of ``num_minibatches`` optimizer steps (fewer epochs when ``target_kl``
+    stops it); returns the mean of each logged quantity over the steps and ``epochs``, the epochs run."""
     flat = _flatten(rollout)
     old_values = torch.stack([d.values for d in rollout.decisions]).flatten()
     advantages, returns = advantages.flatten(), returns.flatten()
+    if config.advantage_norm == "rollout":
+        advantages = normalize_advantages(advantages)
     samples = len(flat["prompts"])
     params = [p for group in optimizer.param_groups for p in group["params"]]
     sums: dict[str, float] = defaultdict(float)
-    steps = 0
+    steps = epochs = 0
     ac.model.train()
     try:
         for _ in range(config.update_epochs):
-            order = torch.randperm(samples, generator=generator)
-            for start in range(0, samples, config.minibatch_size):
-                index = order[start : start + config.minibatch_size].tolist()
-                batch = ac.pack(
-                    [flat["prompts"][i] for i in index],
-                    [flat["uses_prefix"][i] for i in index],
-                    [flat["continuations"][i] for i in index],
-                )
-                hidden = padded_hidden([flat["hidden"][i] for i in index], batch.input_ids.shape[1])
-                out, values = ac.top(hidden.to(ac.device), batch, "train")
-                targets = (t[index].to(values.device) for t in (advantages, returns, old_values))
-                stored = Stored(*([flat[k][i] for i in index] for k in STORED), *targets)
-                losses, kl = strategy.losses(Forward(out, values, batch), stored, config)
-                loss = losses.loss + kl_coef * kl
+            epochs += 1
+            epoch_kl, epoch_steps = 0.0, 0
+            for chunks in minibatches(samples, config, generator):
+                size = sum(len(chunk) for chunk in chunks)
+                step_advantages = advantages[[i for chunk in chunks for i in chunk]]
+                if config.advantage_norm == "minibatch":
+                    step_advantages = normalize_advantages(step_advantages)
                 optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                grad_norm = torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
+                step_sums: dict[str, float] = defaultdict(float)
+                offset = 0
+                for index in chunks:
+                    chunk_advantages = step_advantages[offset : offset + len(index)]
+                    offset += len(index)
+                    losses, kl, loss = _chunk_loss(
+                        ac, strategy, flat, index, chunk_advantages, returns, old_values, config, kl_coef
+                    )
+                    (loss * (len(index) / size)).backward()
+                    for key, value in (
+                        ("policy_loss", losses.policy_loss),
+                        ("value_loss", losses.value_loss),
+                        ("entropy", losses.entropy),
+                        ("approx_kl", losses.approx_kl),
+                        ("clip_fraction", losses.clip_fraction),
+                        ("kl_ref", kl),
+                        ("loss", loss),
+                    ):
+                        step_sums[key] += float(value.detach()) * len(index) / size
+                step_sums["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm))
                 optimizer.step()
                 steps += 1
-                for key, value in (
-                    ("policy_loss", losses.policy_loss),
-                    ("value_loss", losses.value_loss),
-                    ("entropy", losses.entropy),
-                    ("approx_kl", losses.approx_kl),
-                    ("clip_fraction", losses.clip_fraction),
-                    ("kl_ref", kl),
-                    ("grad_norm", grad_norm),
-                    ("loss", loss),
-                ):
-                    sums[key] += float(value.detach())
+                epoch_steps += 1
+                epoch_kl += step_sums["approx_kl"]
+                for key, value in step_sums.items():
+                    sums[key] += value
+            if config.target_kl > 0 and epoch_kl / max(epoch_steps, 1) > config.target_kl:
+                break
     finally:
         ac.model.eval()
         ac.refresh()
-    return {key: value / max(steps, 1) for key, value in sums.items()}
+    return {**{key: value / max(steps, 1) for key, value in sums.items()}, "epochs": float(epochs)}
+
+
+def _chunk_loss(
+    ac: ActorCritic,
+    strategy: Strategy,
+    flat: dict[str, list],
+    index: list[int],
+    advantages: torch.Tensor,
+    returns: torch.Tensor,
+    old_values: torch.Tensor,
+    config: PPOLoRAConfig,
+    kl_coef: float,
+) -> tuple[PPOLosses, torch.Tensor, torch.Tensor]:
+    """The strategy's losses of the decisions ``index`` (with their already normalised ``advantages``), the KL to
+    the reference, and the weighted loss."""
+    batch = ac.pack(
+        [flat["prompts"][i] for i in index],
+        [flat["uses_prefix"][i] for i in index],
+        [flat["continuations"][i] for i in index],
+    )
+    hidden = padded_hidden([flat["hidden"][i] for i in index], batch.input_ids.shape[1])
+    out, values = ac.top(hidden.to(ac.device), batch, "train")
+    targets = [advantages.to(values.device), *(t[index].to(values.device) for t in (returns, old_values))]
+    stored = Stored(*([flat[k][i] for i in index] for k in STORED), *targets)
+    losses, kl = strategy.losses(Forward(out, values, batch), stored, config)
+    return losses, kl, losses.loss + kl_coef * kl

@@ -96,7 +96,9 @@ def sweep(
     failed = [o for o in outcomes if not o.ok]
     if failed:
         names = ", ".join(o.run.name for o in failed)
-        console.print(f"{len(failed)} run(s) failed: {names}; see {logs}; rerun the same command to retry them", soft_wrap=True)
+        console.print(
+            f"{len(failed)} run(s) failed: {names}; see {logs}; rerun the same command to retry them", soft_wrap=True
+        )
         raise typer.Exit(1)
 
 

@@ -151,7 +151,10 @@ def test_sweep_on_a_local_ray_instance(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--grid", "learnin_rate=1e-4,3e-4"], "unknown key 'learnin_rate' for PPOLoRAConfig; did you mean learning_rate"),
+        (
+            ["--grid", "learnin_rate=1e-4,3e-4"],
+            "unknown key 'learnin_rate' for PPOLoRAConfig; did you mean learning_rate",
+        ),
         (["--grid", "learning_rate"], "--grid expects key=value1,value2,..."),
         (["--grid", "learning_rate=1e-4,,3e-4"], "--grid learning_rate needs values"),
         (["--grid", "learning_rate=fast"], "--grid learning_rate='fast' is not a valid float"),

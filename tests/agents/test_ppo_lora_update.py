@@ -1,0 +1,68 @@
+"""The batch-size-robust PPO update of ppo_lora: advantages normalised over the whole rollout (a minibatch without
+reward events stays small), a fixed number of optimizer steps per epoch whatever the rollout size, and
+``minibatch_size`` as a memory knob only (accumulated chunks give the same step as one big one)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from llm_gym.agents.ppo_lora.testing import tiny_config, train
+from llm_gym.agents.ppo_lora.update import minibatches, normalize_advantages
+
+
+def test_rollout_normalisation_keeps_a_quiet_minibatch_quiet() -> None:
+    # A sparse-reward rollout: one decision near a point (advantage 5), the rest value-error noise of 0.01.
+    generator = torch.Generator().manual_seed(0)
+    noise = 0.01 * torch.randn(64, generator=generator)
+    rollout = torch.cat([torch.tensor([5.0]), noise[1:]])
+    whole = normalize_advantages(rollout)
+    assert whole.mean().abs() < 1e-6 and whole.std() == pytest.approx(1.0, abs=1e-5)
+    quiet = slice(32, 64)  # a minibatch that holds only noise
+    # Per-minibatch normalisation blows the noise up to the scale of the real signal; per rollout it stays ~0.
+    assert normalize_advantages(rollout[quiet]).std() == pytest.approx(1.0, abs=1e-5)
+    assert (whole[quiet] - whole[quiet].mean()).std() < 0.02
+    assert whole[0] > 7.0  # the one informative decision dominates the update
+    assert torch.equal(normalize_advantages(torch.tensor([3.0])), torch.tensor([3.0]))
+
+
+@pytest.mark.parametrize(("samples", "minibatch_size"), [(256, 64), (1024, 64), (32, 7), (3, 64)])
+def test_an_epoch_takes_num_minibatches_steps_whatever_the_rollout_size(samples: int, minibatch_size: int) -> None:
+    config = tiny_config(None, num_minibatches=4, minibatch_size=minibatch_size)
+    steps = minibatches(samples, config, torch.Generator().manual_seed(1))
+    assert len(steps) == min(4, samples)
+    every = sorted(i for step in steps for chunk in step for i in chunk)
+    assert every == list(range(samples))  # each decision once per epoch
+    assert all(len(chunk) <= minibatch_size for step in steps for chunk in step)
+    sizes = [sum(len(c) for c in step) for step in steps]
+    assert max(sizes) - min(sizes) <= 1
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("advantage_norm", ["rollout", "minibatch"])
+def test_minibatch_size_only_changes_memory(tmp_path: Path, advantage_norm: str) -> None:
+    from llm_gym.lm.testing import make_tiny_model
+
+    model = make_tiny_model(tmp_path / "model", layers=2, hidden=32)
+    # One update of 16 decisions in 2 optimizer steps: one pass of 8 decisions per step, or chunks of 3 accumulated.
+    settings = dict(
+        num_envs=4, num_steps=4, total_steps=16, update_epochs=1, num_minibatches=2, lora_rank=4, kl_coef=0.05,
+        learning_rate=1e-2, checkpoint_every=16, advantage_norm=advantage_norm,
+    )  # fmt: skip
+    adapters = []
+    for size in (8, 3):
+        summary, run = train(
+            tmp_path / f"mb{size}", "LLMBreakout-text-v0", tiny_config(model, minibatch_size=size, **settings)
+        )
+        assert summary["updates"] == 1
+        adapters.append(load_file(run.path / "checkpoints" / "step_16" / "adapter" / "adapter_model.safetensors"))
+    assert adapters[0].keys() == adapters[1].keys()
+    moved = 0.0
+    for key, value in adapters[0].items():
+        torch.testing.assert_close(adapters[1][key], value, rtol=1e-4, atol=1e-6)
+        if "lora_B" in key:  # B starts at zero: it holds what the update did
+            moved += float(value.abs().sum())
+    assert moved > 0
