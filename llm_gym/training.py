@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from llm_gym.agent import EnvConfig, Policy
 from llm_gym.callbacks import Callback, should_stop
+from llm_gym.envs.catalog import evaluation_overrides, training_defaults
 from llm_gym.evaluation import run_episodes
 from llm_gym.runs import Run
 from llm_gym.stats import mean_ci95
@@ -94,6 +95,19 @@ def load_envs(directory: Path) -> dict[str, Any]:
     return state
 
 
+def training_env(env: EnvConfig) -> EnvConfig:
+    """``env`` with its family's training defaults under the user's own arguments (Atari: ``fire_on_reset`` and
+    ``terminal_on_life_loss``, see docs/atari.md); what every learning agent trains on."""
+    return EnvConfig(env.env_id, {**training_defaults(env.env_id), **env.kwargs})
+
+
+def evaluation_env(env: EnvConfig) -> EnvConfig:
+    """The env an evaluation plays: the training env (:func:`training_env`) with the family's evaluation overrides
+    (Atari: whole games, so a greedy score compares with ``llm-gym play`` and the leaderboard)."""
+    trained = training_env(env)
+    return EnvConfig(env.env_id, {**trained.kwargs, **evaluation_overrides(env.env_id)})
+
+
 def crossed(before: int, after: int, every: int) -> bool:
     """Whether going from ``before`` to ``after`` env steps passed a multiple of ``every`` (0: never)."""
     return every > 0 and after // every > before // every
@@ -133,9 +147,10 @@ def play_evaluation(
     text_actions: bool = False,
 ) -> tuple[list[float], list[float]]:
     """Returns and game scores of ``episodes`` episodes, all at once (one env each, at most 8), each cut at
-    ``max_steps`` (0: no cut); episode ``i`` resets with ``seed + i``, the same at every evaluation."""
+    ``max_steps`` (0: no cut); episode ``i`` resets with ``seed + i``, the same at every evaluation. The env is
+    :func:`evaluation_env` of ``env`` (Atari: whole games, FIRE as in training)."""
     results = run_episodes(
-        policy, env, episodes, seed=seed, num_envs=min(episodes, 8), max_steps=max_steps or None,
+        policy, evaluation_env(env), episodes, seed=seed, num_envs=min(episodes, 8), max_steps=max_steps or None,
         video_path=video_path, text_actions=text_actions,
     )  # fmt: skip
     return [r.episode_return for r in results], [r.score for r in results]

@@ -261,16 +261,17 @@ def act(
 
 
 class LivePolicy:
-    """Greedy actions of the adapter being trained, through :func:`act` (the periodic evaluation)."""
+    """Greedy (or, ``greedy=False``, sampled) actions of the adapter being trained, through :func:`act` (the
+    periodic evaluation)."""
 
-    def __init__(self, ac: ActorCritic, strategy: Strategy, env_id: str, seed: int = 0) -> None:
-        self.ac, self.strategy, self.env_id = ac, strategy, env_id
+    def __init__(self, ac: ActorCritic, strategy: Strategy, env_id: str, seed: int = 0, greedy: bool = True) -> None:
+        self.ac, self.strategy, self.env_id, self.greedy = ac, strategy, env_id, greedy
         self.generator = torch.Generator().manual_seed(seed)
 
     @torch.no_grad()
     def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[Any]:
         decisions = act(
-            self.ac, self.strategy, observations, infos, self.env_id, generator=self.generator, greedy=True,
+            self.ac, self.strategy, observations, infos, self.env_id, generator=self.generator, greedy=self.greedy,
             keep_hidden=False,
         )  # fmt: skip
         return decisions.actions

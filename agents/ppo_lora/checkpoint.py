@@ -37,6 +37,8 @@ class Counters(training.Counters):
     """The KL coefficient now (it moves with ``kl_target``)."""
     train_history: list[tuple[int, float, float, int]] = field(default_factory=list)
     """(env step, mean return, mean raw game return, episodes) of the training episodes that ended in a rollout."""
+    sampled_eval_history: list[tuple[int, float, float]] = field(default_factory=list)
+    """(env step, mean return, mean game score) of the sampled evaluation beside each greedy one."""
 
 
 def save_checkpoint(

@@ -28,6 +28,7 @@ from llm_gym.errors import UnsupportedEnvError
 from llm_gym.lm.runtime import configure_threads
 from llm_gym.rl import compute_gae, cosine_schedule, explained_variance, linear_schedule
 from llm_gym.runs import Run
+from llm_gym.stats import mean_ci95
 from llm_gym.stepping import EnvStepper, make_vector_env
 from llm_gym.tasks import TaskSampler
 
@@ -72,17 +73,36 @@ def initial_actor_critic(config: PPOLoRAConfig, instructions: str, resume: Path 
 
 
 def evaluate(
-    ac: ActorCritic, strategy: Strategy, env: EnvConfig, config: PPOLoRAConfig, run: Run, step: int, renders: bool
-) -> tuple[list[float], list[float]]:
-    """Returns and game scores of greedy episodes with the current adapter. The first episode is recorded as a video
-    where the env renders frames."""
-    video = run.video_path(f"eval_step_{step}.mp4") if (config.video and renders) else None
-    policy = LivePolicy(ac, strategy, env.env_id, seed=config.seed)
+    ac: ActorCritic, strategy: Strategy, env: EnvConfig, config: PPOLoRAConfig, run: Run, step: int, renders: bool,
+    greedy: bool = True,
+) -> tuple[list[float], list[float]]:  # fmt: skip
+    """Returns and game scores of evaluation episodes with the current adapter, greedy or sampled (the policy as it
+    acts in training). The first greedy episode is recorded as a video where the env renders frames."""
+    video = run.video_path(f"eval_step_{step}.mp4") if (config.video and renders and greedy) else None
+    policy = LivePolicy(ac, strategy, env.env_id, seed=config.seed, greedy=greedy)
     # Returns include any reward shaping the env was asked for; the score is the game's own.
     return training.play_evaluation(
         policy, env, config.eval_episodes, EVAL_SEED_OFFSET + config.seed, config.eval_max_steps, video,
         strategy.text_actions,
     )  # fmt: skip
+
+
+def evaluate_both(
+    ac: ActorCritic, strategy: Strategy, env: EnvConfig, config: PPOLoRAConfig, run: Run, counters: Counters,
+    renders: bool,
+) -> tuple[list[float], list[float]]:  # fmt: skip
+    """Sampled play beside greedy play on the same seeds (a greedy policy can stall where the sampled one plays):
+    the sampled evaluation is logged as ``eval/sampled_*`` and kept in the counters; the greedy returns and scores
+    are returned, for ``eval/mean_return`` and the best checkpoint."""
+    returns, scores = evaluate(ac, strategy, env, config, run, counters.global_step, renders, greedy=False)
+    mean, ci = mean_ci95(returns)
+    score = float(np.mean(scores))
+    counters.sampled_eval_history.append((counters.global_step, mean, score))
+    run.log_scalars(
+        counters.global_step,
+        {"eval/sampled_mean_return": mean, "eval/sampled_ci95": ci, "eval/sampled_mean_score": score},
+    )
+    return evaluate(ac, strategy, env, config, run, counters.global_step, renders)
 
 
 def train(
@@ -91,6 +111,7 @@ def train(
 ) -> dict[str, Any]:  # fmt: skip
     """Train and return the summary; ``sampler`` picks each training episode's reset options (a curriculum)."""
     # -- setup -------------------------------------------------------------------------------------------------
+    env = training.training_env(env)  # Atari: FIRE on reset, a life loss ends the episode (docs/atari.md)
     configure_threads(config.threads)
     torch.manual_seed(config.seed)
     traits = _probe(env, config)
@@ -116,7 +137,9 @@ def train(
         stepper.reset()
     training.training_started(callbacks, env.env_id, config, counters)
     if not resume and config.eval_episodes > 0:  # the untrained adapter, for the curve's first point
-        training.record_evaluation(run, counters, *evaluate(ac, strategy, env, config, run, 0, traits.renders_frames))
+        training.record_evaluation(
+            run, counters, *evaluate_both(ac, strategy, env, config, run, counters, traits.renders_frames)
+        )
 
     def save(directory: Path) -> None:
         save_checkpoint(directory, ac, optimizer, scheduler, generator, counters, next_done, stepper.state_dict())
@@ -198,11 +221,11 @@ def train(
             )
             stopped = training.update_done(callbacks, counters, scalars)
             last = stopped or counters.global_step >= config.total_steps
-            # -- evaluation (greedy), best checkpoint --------------------------------------------------------
+            # -- evaluation (greedy and sampled), best checkpoint --------------------------------------------------------
             if config.eval_episodes > 0 and (
                 last or training.crossed(step_before, counters.global_step, config.eval_every)
             ):
-                returns_, scores = evaluate(ac, strategy, env, config, run, counters.global_step, traits.renders_frames)
+                returns_, scores = evaluate_both(ac, strategy, env, config, run, counters, traits.renders_frames)
                 stopped |= training.evaluated(run, callbacks, counters, returns_, scores, save)
                 last = last or stopped
             # -- checkpoint (atomic): everything --resume needs ----------------------------------------------
@@ -212,7 +235,13 @@ def train(
 
     # -- summary -----------------------------------------------------------------------------------------------
     summary = training.base_summary(agent, env.env_id, counters, run)
+    sampled = counters.sampled_eval_history
     summary |= {
+        "env_kwargs": dict(env.kwargs),
+        "first_eval_sampled_return": sampled[0][1] if sampled else None,
+        "final_eval_sampled_return": sampled[-1][1] if sampled else None,
+        "first_eval_sampled_score": sampled[0][2] if sampled else None,
+        "final_eval_sampled_score": sampled[-1][2] if sampled else None,
         "model": config.model,
         "action_mode": config.action_mode,
         "train_history": counters.train_history,
@@ -239,11 +268,12 @@ def _print_summary(summary: dict[str, Any]) -> None:
 
     console = Console()
     if summary["first_eval_return"] is not None:
-        console.print(
-            f"greedy evaluation: return {summary['first_eval_return']:.2f} -> {summary['final_eval_return']:.2f}, "
-            f"game score {summary['first_eval_score']:.2f} -> {summary['final_eval_score']:.2f} "
-            f"(before -> after {summary['env_steps']} env steps)"
-        )
+        console.print(f"evaluation, before -> after {summary['env_steps']} env steps:")
+        for kind, key in (("greedy", "eval"), ("sampled", "eval_sampled")):
+            console.print(
+                f"  {kind:8s} return {summary[f'first_{key}_return']:.2f} -> {summary[f'final_{key}_return']:.2f}, "
+                f"game score {summary[f'first_{key}_score']:.2f} -> {summary[f'final_{key}_score']:.2f}"
+            )
     if summary["mean_return"] is not None:
         console.print(
             f"training episodes, last rollouts: return {summary['mean_return']:.2f}, game score {summary['mean_raw_return']:.2f}"

@@ -52,11 +52,26 @@ def make(env_id: str, **kwargs: Any) -> gym.Env:
         raise ConfigError(f"{env_id} rejects {given}: {exc}") from exc
 
 
+def _creator(env_id: str) -> Any:
+    entry = env_spec(env_id).entry_point
+    return gym.envs.registration.load_env_creator(entry) if isinstance(entry, str) else entry
+
+
 def render_modes(env_id: str) -> list[str]:
     """The render modes the env's class declares, read without making an env."""
-    entry = env_spec(env_id).entry_point
-    creator = gym.envs.registration.load_env_creator(entry) if isinstance(entry, str) else entry
-    return list(getattr(creator, "metadata", {}).get("render_modes", []))
+    return list(getattr(_creator(env_id), "metadata", {}).get("render_modes", []))
+
+
+def training_defaults(env_id: str) -> dict[str, Any]:
+    """The env arguments the env's class asks learning agents to train with (``training_defaults``; Atari: FIRE on
+    reset and a life loss ends the episode), read without making an env; ``{}`` for most envs."""
+    return dict(getattr(_creator(env_id), "training_defaults", None) or {})
+
+
+def evaluation_overrides(env_id: str) -> dict[str, Any]:
+    """The env arguments every evaluation sets whatever training used (``evaluation_overrides``; Atari: whole
+    games, no episode end on a life loss); ``{}`` for most envs."""
+    return dict(getattr(_creator(env_id), "evaluation_overrides", None) or {})
 
 
 def env_family(env_id: str) -> str:

@@ -161,6 +161,9 @@ class Breakout(AtariGame):
     def paddle_offset(self, state: BreakoutState) -> float:
         return state.ball_x + 1 - state.paddle_centre
 
+    def awaits_serve(self, state: BreakoutState) -> bool:
+        return state.ball_x is None and state.lives > 0
+
     def scripted_action(self, state: BreakoutState) -> str:
         if state.ball_x is None:
             return "FIRE"

@@ -1,12 +1,18 @@
 """The Atari env every observation mode shares: one real ALE game underneath, ALE v5 semantics by default.
 
 A mode (text, ASCII, vision) is a small subclass in :mod:`llm_gym.envs.atari.views` that sets its own
-``observation_space`` and ``_observe``. Everything else (dynamics, reward, shaping, task ids, info) lives here, so
-scores compare across modes and with the Atari literature.
+``observation_space`` and ``_observe``. Everything else (dynamics, reward, shaping, task ids, info, the serve and
+life-loss treatments) lives here, so scores compare across modes and with the Atari literature.
+
+The two treatments of the Atari literature (SB3's ``FireResetEnv`` and ``EpisodicLifeEnv``) are options, off by
+default (the raw ALE v5 game, what benchmarks compare with the literature); :attr:`AtariLLMEnv.training_defaults`
+turns both on for the learning agents, and :attr:`AtariLLMEnv.evaluation_overrides` keeps evaluation on whole games
+(docs/atari.md says why).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -18,10 +24,19 @@ from ale_py.env import AtariEnv
 from llm_gym.envs.atari.breakout import Breakout
 from llm_gym.envs.atari.game import AtariGame
 from llm_gym.envs.atari.pong import Pong
-from llm_gym.envs.inputs import action_id, int_option, reset_options
-from llm_gym.errors import ConfigError, UnknownNameError
+from llm_gym.envs.inputs import action_id, env_name, int_option, reset_options
+from llm_gym.errors import ConfigError, EnvInputError, UnknownNameError
 
 GAMES: dict[str, type[AtariGame]] = {"breakout": Breakout, "pong": Pong}
+
+STICKY_PRIMING_FRAMES = 16
+"""Frames :meth:`AtariLLMEnv.restore_state` replays the snapshot's last action for before restoring again: ALE's
+``cloneState`` leaves out the action sticky actions repeat, and each frame sets it with probability 0.75, so after
+16 frames it is the snapshot's but with probability 0.25**16 (the emulator itself is restored after the priming)."""
+
+MAX_SERVE_PRESSES = 4
+"""FIRE presses ``fire_on_reset`` makes at most until the ball is in play: a sticky action (ALE v5 repeats the last
+action with probability 0.25 per frame) swallows one press in 4 frames with probability 0.25**4."""
 
 # ALE's banner ("A.L.E: Arcade Learning Environment ...") goes to stderr at every first env: keep errors only, so a
 # command's stderr carries what concerns the user (one line for a mistake).
@@ -36,6 +51,10 @@ class AtariSnapshot:
     game_state: Any
     potential: float
     task_id: int
+    continue_game: bool = False
+    """The last episode ended on a life loss (``terminal_on_life_loss``): the next reset continues this game."""
+    last_action: int = 0
+    """The ALE action sent last: sticky actions repeat it, and ALE's own state does not hold it."""
 
 
 class AtariLLMEnv(gym.Env):
@@ -50,10 +69,23 @@ class AtariLLMEnv(gym.Env):
         reward_shaping: coefficient of potential-based shaping (paddle-ball alignment); 0 turns it off.
         shaping_gamma: discount in the shaping term ``coef * (gamma * phi(s') - phi(s))``.
         render_mode: ``rgb_array`` (the emulator frame) or ``ansi`` (the observation text).
-        rows, cols: size of the ASCII grid the game draws (used by the ASCII view; kept small elsewhere).
+        fire_on_reset: press FIRE after every reset and every life loss (SB3's ``FireResetEnv``), repeated while
+            the game still waits for a serve (at most :data:`MAX_SERVE_PRESSES`), so a policy that never chooses
+            FIRE still plays. The presses belong to the step (or reset) that needed them: their frames and rewards
+            count there. Needs FIRE in the action set (Breakout and Pong have it).
+        terminal_on_life_loss: end the episode (``terminated``) when a life is lost (SB3's ``EpisodicLifeEnv``, for
+            training: a lost ball is a terminal state for the value function). The next ``reset`` then continues
+            the same game from the next life instead of starting a new one: it ignores ``seed`` and ``task_id``
+            (the emulator and its RNG go on), unless the game is over or ``options={"new_game": True}``. Scores
+            stay the game's (``info["score"]`` counts from the start of the game); ``info["game_over"]`` tells a
+            real end from a life loss.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array", "ansi"], "render_fps": 15}
+    training_defaults: ClassVar[Mapping[str, Any]] = {"fire_on_reset": True, "terminal_on_life_loss": True}
+    """Env arguments the learning agents train with unless the user sets them (:func:`llm_gym.training.training_env`)."""
+    evaluation_overrides: ClassVar[Mapping[str, Any]] = {"terminal_on_life_loss": False}
+    """What every evaluation plays with whatever training used: whole games (:func:`llm_gym.training.evaluation_env`)."""
 
     def __init__(
         self,
@@ -68,12 +100,17 @@ class AtariLLMEnv(gym.Env):
         render_mode: str | None = None,
         rows: int = 24,
         cols: int = 80,
+        fire_on_reset: bool = False,
+        terminal_on_life_loss: bool = False,
     ) -> None:
         if game not in GAMES:
             raise UnknownNameError("Atari game", game, GAMES)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
         _check_emulator_settings(frameskip, repeat_action_probability, max_num_frames_per_episode)
+        for name, value in (("fire_on_reset", fire_on_reset), ("terminal_on_life_loss", terminal_on_life_loss)):
+            if type(value) is not bool:
+                raise ConfigError(f"{name} must be true or false, got {value!r}")
         self.game = GAMES[game](rows, cols)
         self.render_mode = render_mode
         self.reward_shaping = float(reward_shaping)
@@ -87,6 +124,8 @@ class AtariLLMEnv(gym.Env):
             max_num_frames_per_episode=max_num_frames_per_episode,
         )
         self.ale = self._ale_env.ale
+        self._ale_actions = self._ale_env._action_set  # ALE's action values behind our ids (ale-py has no getter)
+        self._sticky = float(repeat_action_probability) > 0.0
         ale_names = self._ale_env.get_action_meanings()
         self.ale_action_names: tuple[str, ...] = tuple(ale_names)
         self.action_space = gym.spaces.Discrete(len(ale_names))
@@ -95,6 +134,12 @@ class AtariLLMEnv(gym.Env):
         self.action_aliases: dict[str, int] = {n: i for i, n in enumerate(ale_names) if n not in self.action_names}
         self.legal_actions: tuple[int, ...] = tuple(range(len(ale_names)))
         self.noop_action = ale_names.index("NOOP")
+        if fire_on_reset and "FIRE" not in ale_names:
+            raise ConfigError(f"fire_on_reset needs FIRE in the action set; {game} has {', '.join(ale_names)}")
+        self.fire_on_reset, self.terminal_on_life_loss = fire_on_reset, terminal_on_life_loss
+        self._fire = ale_names.index("FIRE") if fire_on_reset else -1
+        self._continue_game = False
+        self._last_action = self.noop_action
         self._mask = np.ones(len(ale_names), dtype=np.int8)
         self._mask.setflags(write=False)
         self._actions_line = "actions: " + ", ".join(f"{i} {n}" for i, n in enumerate(self.action_names))
@@ -109,9 +154,16 @@ class AtariLLMEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         options = reset_options(self, seed, options)
         task_id = int_option(self, options, "task_id", 0, len(self._tasks) - 1, " (game mode x difficulty)")
+        new_game = options.get("new_game", False)
+        if type(new_game) is not bool:
+            raise EnvInputError(f"{env_name(self)}: new_game must be True or False; got {new_game!r}")
+        if self._continue_game and not new_game:
+            return self._next_life()
         super().reset(seed=seed)
+        self._continue_game = False
         self.task_id = self.task_id if task_id is None else task_id
         ram, ale_info = self._ale_env.reset(seed=seed)
+        self._last_action = self.noop_action
         if self.task_id:
             mode, difficulty = self._tasks[self.task_id]
             self.ale.setMode(mode)
@@ -119,18 +171,53 @@ class AtariLLMEnv(gym.Env):
             self.ale.reset_game()
             ram = self.ale.getRAM()
         self._state = self.game.read(ram, None)
+        raw = 0.0
+        if self.fire_on_reset:
+            ram, raw, _, _, ale_info = self._serve(ram, ale_info)
         self._potential = self.game.potential(self._state)
-        return self._observe(self._state), self._info(self._state, 0.0, 0.0, ale_info)
+        return self._observe(self._state), self._info(self._state, raw, raw, ale_info)
 
     def step(self, action: int) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        ram, raw, terminated, truncated, ale_info = self._ale_env.step(action_id(self, action, self._num_actions))
+        lives, self._last_action = self.ale.lives(), action_id(self, action, self._num_actions)
+        ram, raw, terminated, truncated, ale_info = self._ale_env.step(self._last_action)
         self._state = self.game.read(ram, self._state)
+        if ale_info["lives"] < lives and not (terminated or truncated):
+            if self.terminal_on_life_loss:
+                terminated = self._continue_game = True
+            elif self.fire_on_reset:
+                ram, served, terminated, truncated, ale_info = self._serve(ram, ale_info)
+                raw += served
         reward = raw
         if self.reward_shaping:
             potential = 0.0 if terminated else self.game.potential(self._state)
             reward = raw + self.reward_shaping * (self.shaping_gamma * potential - self._potential)
             self._potential = potential
         return self._observe(self._state), reward, terminated, truncated, self._info(self._state, raw, reward, ale_info)
+
+    def _serve(self, ram: np.ndarray, ale_info: dict[str, Any]) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """Press FIRE (``fire_on_reset``) until the game no longer waits for a serve, at most
+        :data:`MAX_SERVE_PRESSES` times; the presses' RAM, summed reward, end flags and info."""
+        total, terminated, truncated = 0.0, False, False
+        self._last_action = self._fire
+        for _ in range(MAX_SERVE_PRESSES):
+            ram, raw, terminated, truncated, ale_info = self._ale_env.step(self._fire)
+            self._state = self.game.read(ram, self._state)
+            total += raw
+            if terminated or truncated or not self.game.awaits_serve(self._state):
+                break
+        return ram, total, terminated, truncated, ale_info
+
+    def _next_life(self) -> tuple[Any, dict[str, Any]]:
+        """``reset`` after an episode that a life loss ended: the same game goes on (EpisodicLifeEnv)."""
+        self._continue_game = False
+        ram = self.ale.getRAM()
+        ale_info = {"lives": self.ale.lives(), "episode_frame_number": self.ale.getEpisodeFrameNumber()}
+        self._state = self.game.read(ram, None)
+        raw = 0.0
+        if self.fire_on_reset:
+            ram, raw, _, _, ale_info = self._serve(ram, ale_info)
+        self._potential = self.game.potential(self._state)
+        return self._observe(self._state), self._info(self._state, raw, raw, ale_info)
 
     def render(self) -> Any:
         if self.render_mode == "rgb_array":
@@ -165,12 +252,22 @@ class AtariLLMEnv(gym.Env):
 
     def clone_state(self) -> AtariSnapshot:
         """Snapshot the emulator (RNG included) so a different action can be tried from here."""
-        return AtariSnapshot(self.ale.cloneState(include_rng=True), self._state, self._potential, self.task_id)
+        return AtariSnapshot(
+            self.ale.cloneState(include_rng=True), self._state, self._potential, self.task_id, self._continue_game,
+            self._last_action,
+        )  # fmt: skip
 
     def restore_state(self, snapshot: AtariSnapshot) -> None:
         """Return to a snapshot taken with :meth:`clone_state`."""
+        self._last_action = getattr(snapshot, "last_action", self.noop_action)  # older snapshots lack the field
         self.ale.restoreState(snapshot.ale_state)
+        if self._sticky:  # prime the action sticky actions repeat (STICKY_PRIMING_FRAMES)
+            action = self._ale_actions[self._last_action]
+            for _ in range(STICKY_PRIMING_FRAMES):
+                self.ale.act(action, 1.0)
+            self.ale.restoreState(snapshot.ale_state)
         self._state, self._potential, self.task_id = snapshot.game_state, snapshot.potential, snapshot.task_id
+        self._continue_game = getattr(snapshot, "continue_game", False)  # snapshots saved before the field existed
 
     @property
     def num_tasks(self) -> int:
@@ -186,6 +283,7 @@ class AtariLLMEnv(gym.Env):
             "shaped_reward": reward,
             "score": self.game.score(state),
             "lives": ale_info["lives"],
+            "game_over": self.ale.game_over(with_truncation=False),
             "episode_frame_number": ale_info["episode_frame_number"],
             "task_id": self.task_id,
             "game_state": state,

@@ -110,6 +110,11 @@ class AtariGame(abc.ABC):
             return 0.0
         return -abs(self.paddle_offset(state)) / self.offset_span
 
+    def awaits_serve(self, state: Any) -> bool:
+        """Whether the game waits for FIRE to put a ball in play (``fire_on_reset`` presses until it does not).
+        False by default: Pong serves by itself."""
+        return False
+
     @abc.abstractmethod
     def scripted_action(self, state: Any) -> str:
         """The ALE action name a simple ball tracker would press."""
