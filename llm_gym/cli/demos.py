@@ -1,0 +1,179 @@
+"""``llm-gym demos``: play episodes with any policy (or, on ``Trace-v0``, ground truth) and write every decision as
+a chat-format JSONL line (:mod:`llm_gym.demos.format`): the messages the LM agents would see and the answer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import gymnasium as gym
+import typer
+
+from llm_gym import __version__
+from llm_gym.agent import EnvConfig, Policy, load_policy, policy_env_kwargs
+from llm_gym.cli.common import (
+    BackendOption,
+    ConfigOption,
+    EnvArgOption,
+    EnvOption,
+    JsonOption,
+    ModelOption,
+    SetOption,
+    cli_errors,
+    console,
+    parse_env_args,
+    print_json,
+    resolve_config,
+)
+from llm_gym.cli.task_report import episode_task_ids
+from llm_gym.config import parse_assignments, to_dict
+from llm_gym.demos.record import DemoSummary, record_demos, trace_expected_stdout
+from llm_gym.envs.catalog import env_family, env_ids, env_spec
+from llm_gym.envs.catalog import make as make_env
+from llm_gym.errors import ConfigError, UnsupportedEnvError
+from llm_gym.plugins import get_agent
+from llm_gym.stats import mean_ci95
+from llm_gym.tasks import TaskRange
+
+GROUND_TRUTH = "ground_truth"
+"""The ``--agent`` of Trace demos from the generator's ground truth (the default on ``Trace-v0``)."""
+
+
+@cli_errors
+def demos(
+    env: EnvOption = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            "-a",
+            help="Agent name (scripted, mcts, random, lm, ...) or a checkpoint/run directory; on Trace-v0 the "
+            "default is ground_truth (the expected stdout).",
+        ),
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="The JSONL file to write.")] = None,
+    episodes: Annotated[int, typer.Option("--episodes", "-n", min=1, help="Episodes to play.")] = 10,
+    seed: Annotated[int, typer.Option("--seed", "-s", min=0, help="Episode k resets with seed + k.")] = 0,
+    max_steps: Annotated[
+        int | None, typer.Option("--max-steps", min=1, help="Cut each episode after this many steps.")
+    ] = None,
+    num_envs: Annotated[int, typer.Option("--num-envs", min=1, help="Envs stepped in lockstep (batched).")] = 1,
+    task_ids: Annotated[
+        str | None,
+        typer.Option("--task-ids", help="Task ids FIRST-LAST: each in turn, or uniform draws when more than episodes."),
+    ] = None,
+    append: Annotated[bool, typer.Option("--append", help="Add to an existing --out file.")] = False,
+    model: ModelOption = None,
+    backend: BackendOption = None,
+    sets: SetOption = None,
+    config_file: ConfigOption = None,
+    env_args: EnvArgOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Write demonstrations: one JSONL line per decision with the exact chat messages the LM agents see and the
+    answer (the action's name as score mode rates it; Trace: the expected stdout), seeds and provenance."""
+    if env is None or out is None:
+        raise ConfigError("demos needs --env ID and --out FILE.jsonl (and --agent NAME or a checkpoint directory)")
+    env_spec(env)
+    if out.is_dir():
+        raise ConfigError(f"--out {out} is a folder; give a file name such as {out / 'demos.jsonl'}")
+    if out.exists() and not append:
+        raise ConfigError(f"--out {out} exists; pass --append to add to it, or choose another file")
+    env_kwargs = parse_env_args(env_args)
+    agent = agent or (GROUND_TRUTH if env_family(env) == "trace" else None)
+    if agent is None:
+        raise ConfigError("demos needs --agent NAME (scripted, mcts, random, lm, ...) or a checkpoint directory")
+    tasks = episode_task_ids(TaskRange.parse(task_ids), episodes, seed) if task_ids is not None else None
+
+    policy, source, env_kwargs = _source(agent, env, env_kwargs, sets, config_file, model, backend, seed)
+    env_config = EnvConfig(env, env_kwargs)
+    _check_text_env(env_config)
+    summary = record_demos(
+        policy, env_config, episodes, out, source=source, seed=seed, num_envs=num_envs, max_steps=max_steps,
+        task_ids=tasks, ground_truth=trace_expected_stdout if policy is None else None,
+    )  # fmt: skip
+    _report(summary, source, env_config, as_json)
+
+
+def _source(
+    agent: str, env: str, env_kwargs: dict[str, Any], sets: list[str] | None, config_file: Path | None,
+    model: str | None, backend: str | None, seed: int,
+) -> tuple[Policy | None, dict[str, Any], dict[str, Any]]:  # fmt: skip
+    """(the policy or None for ground truth, the provenance every line carries, the env arguments to play with)."""
+    base = {"checkpoint": None, "llm_gym_version": __version__}
+    if agent == GROUND_TRUTH:
+        if env_family(env) != "trace":
+            raise UnsupportedEnvError(f"ground truth demos come from Trace-v0's generator, not {env}; use --agent NAME")
+        settings = parse_assignments(sets or [], what="--set")
+        unknown = sorted(set(settings) - {"level"})
+        if unknown or config_file or model or backend:
+            raise ConfigError("ground_truth takes only --set level=N (or --env-arg level=N)")
+        if "level" in settings:
+            env_kwargs = {**env_kwargs, "level": int(settings["level"])}
+        config = {"level": env_kwargs.get("level"), "answer": "the expected stdout, run in the sandbox"}
+        return None, {"agent": GROUND_TRUTH, "config": config, **base}, env_kwargs
+    directory = Path(agent)
+    if directory.is_dir():
+        if sets or config_file or model or backend:
+            raise ConfigError("a checkpoint plays with the config it was trained with; drop --set/--config/--model")
+        policy, owner = load_policy(directory, EnvConfig(env, env_kwargs))
+        source = {"agent": owner.name, "config": to_dict(owner.config), **base, "checkpoint": str(directory)}
+        return policy, source, {**policy_env_kwargs(policy), **env_kwargs}
+    if "/" in agent or agent.startswith("."):
+        raise ConfigError(f"--agent {agent}: no such checkpoint or run directory")
+    agent_cls = get_agent(agent)
+    config = resolve_config(
+        agent_cls.Config, config_file=config_file, sets=sets, model=model, backend=backend, seed=seed
+    )
+    policy = agent_cls(config).policy(EnvConfig(env, env_kwargs))
+    return policy, {"agent": agent, "config": to_dict(config), **base}, {**policy_env_kwargs(policy), **env_kwargs}
+
+
+def _check_text_env(env: EnvConfig) -> None:
+    """Demos are text: a vision env is refused with the text views of the same game."""
+    made = make_env(env.env_id, **env.kwargs)
+    try:
+        space = made.observation_space
+    finally:
+        made.close()
+    if not isinstance(space, gym.spaces.Text):
+        views = [i for i in env_ids() if "-vision-" in env.env_id and i.startswith(env.env_id.split("-vision-")[0])]
+        text_views = [i for i in views if i.endswith(("-text-v0", "-ascii-v0"))]
+        hint = f"use {' or '.join(text_views)}" if text_views else "use a text env"
+        raise UnsupportedEnvError(
+            f"{env.env_id} observes {type(space).__name__}, not text; demos hold text prompts only: {hint}"
+        )
+
+
+def _report(summary: DemoSummary, source: dict[str, Any], env: EnvConfig, as_json: bool) -> None:
+    mean_return, return_ci = mean_ci95(summary.returns)
+    mean_score, score_ci = mean_ci95(summary.scores)
+    report = {
+        "out": str(summary.path),
+        "env_id": env.env_id,
+        "env_args": dict(env.kwargs),
+        "agent": source["agent"],
+        "checkpoint": source["checkpoint"],
+        "episodes": summary.episodes,
+        "decisions": summary.decisions,
+        "mean_return": mean_return,
+        "return_ci95": return_ci,
+        "mean_score": mean_score,
+        "score_ci95": score_ci,
+        "mean_length": sum(summary.lengths) / max(1, len(summary.lengths)),
+        "truncated_episodes": summary.truncated,
+        "decisions_without_a_legal_name": summary.unnamed,
+    }
+    if as_json:
+        print_json(report)
+        return
+    console.print(
+        f"{summary.decisions} decisions from {summary.episodes} episodes of {source['agent']} on {env.env_id} "
+        f"-> {summary.path}\nepisode return {mean_return:.2f} ± {return_ci:.2f}, game score {mean_score:.2f} ± "
+        f"{score_ci:.2f} (95% CI), {summary.truncated} cut at --max-steps"
+        + (f"; {summary.unnamed} illegal actions left out" if summary.unnamed else "")
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("demos")(demos)
