@@ -16,7 +16,6 @@ from llm_gym.agents.nanogpt_ppo.policy import NanoGPTPolicy, env_for, load_netwo
 from llm_gym.callbacks import Callback
 from llm_gym.runs import Run
 from llm_gym.tasks import TaskSampler
-from llm_gym.training import evaluation_env
 
 
 class NanoGPTPPOAgent(Agent):
@@ -45,8 +44,7 @@ class NanoGPTPPOAgent(Agent):
         else:
             torch.manual_seed(self.config.seed)
             model = NanoGPTActorCritic(network_shape(self.config, trained_env)).to(self.config.device)
-        # Played as it was evaluated in training: the training env, whole games (evaluation_env).
-        return NanoGPTPolicy(model, deterministic=True, env_kwargs=evaluation_env(trained_env).kwargs)
+        return NanoGPTPolicy(model, deterministic=True, env_kwargs=trained_env.kwargs)
 
 
 @llm_gym.hookimpl

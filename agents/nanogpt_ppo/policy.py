@@ -16,16 +16,14 @@ from llm_gym.agents.nanogpt_ppo.envs import info_mask, text_length, with_grid
 from llm_gym.agents.nanogpt_ppo.model import MASKED_LOGIT, GPTShape, NanoGPTActorCritic
 from llm_gym.agents.nanogpt_ppo.tokenizer import QUERY, CharTokenizer
 from llm_gym.errors import CheckpointError
-from llm_gym.training import training_env
 
 SHAPE_FILE, WEIGHTS_FILE = "shape.json", "model.pt"
 
 
 def env_for(config: NanoGPTPPOConfig, env: EnvConfig) -> EnvConfig:
-    """The env the agent trains on: ``env`` with the config's grid size where the env takes one, and the env
-    family's training defaults (:func:`llm_gym.training.training_env`; Atari: FIRE on reset, life loss ends)."""
+    """The env the agent uses: ``env`` with the config's grid size where the env takes one."""
     cfg = config.resolved()
-    return training_env(with_grid(env, cfg.grid_rows, cfg.grid_cols))
+    return with_grid(env, cfg.grid_rows, cfg.grid_cols)
 
 
 def network_shape(config: NanoGPTPPOConfig, env: EnvConfig) -> GPTShape:

@@ -9,7 +9,6 @@ from pathlib import Path
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.lm.policy import LMPolicy
-from llm_gym.training import evaluation_env
 
 
 def checkpoint_policy(config: PPOLoRAConfig, env: EnvConfig, checkpoint: Path | None) -> LMPolicy:
@@ -29,9 +28,6 @@ def checkpoint_policy(config: PPOLoRAConfig, env: EnvConfig, checkpoint: Path | 
             model = PeftModel.from_pretrained(model, str(adapter_dir(Path(checkpoint)))).merge_and_unload()
         model.eval()
     backend = HFBackend.from_model(model, tokenizer, score_with_end=config.score_with_end)
-    policy = LMPolicy(
+    return LMPolicy(
         backend, env, mode=config.action_mode, greedy=True, max_new_tokens=config.max_new_tokens, seed=config.seed
     )
-    if checkpoint is not None:  # played as training evaluated it (Atari: FIRE on reset, whole games); --env-arg wins
-        policy.env_kwargs = {**evaluation_env(env).kwargs, **policy.env_kwargs}
-    return policy

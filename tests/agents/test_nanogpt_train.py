@@ -57,7 +57,9 @@ def test_smoke_train_on_breakout_ascii_writes_a_playable_run(tmp_path: Path) -> 
     run.close()
 
     assert summary["env_steps"] == 256 and summary["updates"] == 4
-    assert summary["env_kwargs"] == {"rows": 12, "cols": 20} and summary["context"] == 12 * 21
+    # Trained on the grid it asked for, with the Atari training settings (docs/atari.md).
+    trained = {"rows": 12, "cols": 20, "fire_on_reset": True, "terminal_on_life_loss": True}
+    assert summary["env_kwargs"] == trained and summary["context"] == 12 * 21
     assert [entry[0] for entry in summary["eval_history"]] == [128, 256]
     assert recorder.calls[0] == ("start", 0) and recorder.calls[-1] == ("end", 256)
     assert [c for c in recorder.calls if c[0] == "update"] == [("update", s) for s in (64, 128, 192, 256)]

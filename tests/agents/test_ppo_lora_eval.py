@@ -1,6 +1,6 @@
 """ppo_lora on Breakout with the training defaults of the Atari envs: it trains with FIRE on reset and life-loss
-episode ends, evaluates whole games greedily and sampled side by side, and its checkpoint plays as it was
-evaluated."""
+episode ends, evaluates whole games greedily and sampled side by side, and its checkpoint asks for no env
+arguments of its own (a comparison states them for every player alike)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ def test_breakout_run_evaluates_greedy_and_sampled_under_the_training_settings(t
     tags = set(EventAccumulator(str(run.path / "tb")).Reload().Tags()["scalars"])
     assert {"eval/mean_return", "eval/mean_score", "eval/sampled_mean_return", "eval/sampled_mean_score"} <= tags
 
-    # The checkpoint asks `llm-gym play` for the env it was evaluated on: FIRE on reset, whole games.
+    # `llm-gym play --checkpoint` and bench entries play the env they are given: no hidden FIRE that a baseline
+    # played beside it would not get.
     policy, _ = load_policy(run.path)
-    assert policy_env_kwargs(policy) == {"fire_on_reset": True, "terminal_on_life_loss": False}
+    assert policy_env_kwargs(policy) == {}

@@ -106,13 +106,12 @@ def test_a_checkpoint_plays_through_its_play_path(tmp_path: Path) -> None:
     config = tiny_config(model, total_steps=8, num_envs=2, num_steps=4, minibatch_size=8, update_epochs=1)
     summary, run = train(tmp_path / "run", "LLMBreakout-text-v0", config)
     out = tmp_path / "lm.jsonl"
-    _demos("--agent", summary["checkpoint"], "--env", "LLMBreakout-text-v0", "--episodes", "1", "--max-steps", "20",
-           "--out", str(out))  # fmt: skip
+    _demos("--agent", summary["checkpoint"], "--env", "LLMBreakout-text-v0", "--env-arg", "fire_on_reset=true",
+           "--episodes", "1", "--max-steps", "20", "--out", str(out))  # fmt: skip
     records = read_demos(out)
     assert len(records) == 20 and records[0].source["agent"] == "ppo_lora"
     assert records[0].source["checkpoint"] == summary["checkpoint"]
-    # The checkpoint's env arguments (FIRE on reset, whole games) are recorded with its demos.
-    assert records[0].env_args == {"fire_on_reset": True, "terminal_on_life_loss": False}
+    assert records[0].env_args == {"fire_on_reset": True}
     assert all(r.answer in ("NOOP", "FIRE", "RIGHT", "LEFT") for r in records)
 
 
