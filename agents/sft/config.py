@@ -1,0 +1,105 @@
+"""The ``sft`` config: one frozen dataclass, a docstring under each field (the CLI's help text).
+
+The model, LoRA and action-mode fields mean what they mean in ``ppo_lora`` and default to the same values, so an
+SFT checkpoint is a ``ppo_lora`` checkpoint: ``ppo_lora --set init_adapter=RUN/checkpoints/best`` continues from it
+with the same adapter shape (:meth:`SFTConfig.as_ppo_lora`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Literal
+
+from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
+from llm_gym.lm.agent_config import LocalLMConfig
+
+
+@dataclass(frozen=True, kw_only=True)
+class SFTConfig(LocalLMConfig):
+    demos: str = ""
+    """The demonstrations file (JSONL from ``llm-gym demos``); required."""
+    total_steps: int = 0
+    """Unused: sft learns from the demos file, not from env steps (``epochs`` sets its budget)."""
+    action_mode: Literal["score", "generate"] = "score"
+    """How the trained model acts (ppo_lora's meaning): score rates each legal action's name; generate writes the
+    answer (needed where the action is free text, e.g. Trace-v0)."""
+    max_new_tokens: int = 16
+    """generate mode: answer length budget when acting (Trace answers need a few hundred)."""
+    score_with_end: bool = True
+    """Train (and score) each answer followed by the chat template's end-of-answer token, as ppo_lora scores it."""
+
+    # -- data --------------------------------------------------------------------------------------------------
+    validation_fraction: float = 0.1
+    """Share of the demo *episodes* (never single decisions of an episode) held out for the validation loss."""
+    max_demos: int = 0
+    """Use at most this many decisions of the file (the first ones, whole episodes); 0: all."""
+
+    # -- LoRA (as in ppo_lora) ---------------------------------------------------------------------------------
+    trainable_layers: int = 8
+    """LoRA on the top N decoder layers; the frozen layers below run once per demo and their output is reused by
+    every epoch. 0: all layers."""
+    lora_rank: int = 16
+    """LoRA rank r."""
+    lora_alpha: float = 32.0
+    """LoRA scaling alpha (the update is scaled by alpha / r)."""
+    lora_dropout: float = 0.0
+    """Dropout on the LoRA input."""
+    lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    """Module names that get LoRA adapters."""
+
+    # -- optimisation ------------------------------------------------------------------------------------------
+    epochs: int = 3
+    """Passes over the training demos."""
+    batch_size: int = 16
+    """Demos per gradient step."""
+    learning_rate: float = 5e-4
+    """Peak AdamW learning rate (LoRA weights and value head); cosine decay to min_lr_ratio after warmup_steps."""
+    warmup_steps: int = 5
+    """Gradient steps of linear warm-up."""
+    min_lr_ratio: float = 0.1
+    """Final learning rate as a fraction of the peak."""
+    weight_decay: float = 0.0
+    """AdamW weight decay."""
+    max_grad_norm: float = 1.0
+    """Gradient-norm clip."""
+    value_coef: float = 0.5
+    """Weight of the value head's warm-up loss (MSE to each demo's return-to-go times reward_scale); 0: the value
+    head is not trained (it stays at its initialisation, as in a fresh ppo_lora run)."""
+    reward_scale: float = 1.0
+    """Returns-to-go are multiplied by this for the value warm-up: set it to the ppo_lora run's reward_scale."""
+
+    # -- evaluation and checkpoints ----------------------------------------------------------------------------
+    eval_every: int = 1
+    """Greedy evaluation after every this many epochs (and always before training and at the end); 0: only at the
+    start and the end."""
+    eval_episodes: int = 8
+    """Episodes per evaluation, on ppo_lora's held-out seeds (seed + 10,000 + i); 0: no evaluation."""
+    eval_max_steps: int = 2000
+    """Cut evaluation episodes after this many steps (0: no cut)."""
+    video: bool = False
+    """Record the first evaluation episode as an mp4 where the env renders frames."""
+    keep_checkpoints: int = 2
+    """Epoch checkpoints kept (the best-evaluation checkpoint is kept besides them)."""
+    progress: bool = True
+    """Show a progress bar and print the before/after table at the end."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("epochs", "batch_size", "lora_rank", "max_new_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0.0 <= self.validation_fraction < 1.0:
+            raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
+        for name in ("trainable_layers", "max_demos", "eval_every", "eval_episodes", "warmup_steps"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+
+    def as_ppo_lora(self) -> PPOLoRAConfig:
+        """The ppo_lora config with this one's shared fields: what the model, the evaluation and the checkpoint
+        policy are built from, so all three are ppo_lora's own code."""
+        shared = {f.name for f in fields(PPOLoRAConfig)} & {f.name for f in fields(self)} - {
+            "total_steps",
+            "eval_every",
+        }
+        values = {name: getattr(self, name) for name in shared}
+        return PPOLoRAConfig(**values, checkpoint_every=0)

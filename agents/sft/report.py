@@ -1,0 +1,106 @@
+"""What an sft run shows at its end: the greedy evaluations before and after training as a small table (mean score
+with a 95% CI, the share of episodes with full score -- a win, an exact answer -- and of score 0, each with its
+Wilson interval), and a plot of both over training, written into the run directory."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from llm_gym.runs import Run
+from llm_gym.stats import mean_ci95, wilson_ci95
+
+PLOT_FILE = "sft_evaluation.png"
+
+
+@dataclass
+class EvaluationRecord:
+    """One greedy evaluation: after ``examples_seen`` demo decisions (``epoch`` epochs)."""
+
+    examples_seen: int
+    epoch: int
+    returns: list[float]
+    scores: list[float]
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EvaluationRecord:
+        return cls(int(data["examples_seen"]), int(data["epoch"]), list(data["returns"]), list(data["scores"]))
+
+    def count(self, score: float) -> int:
+        return sum(1 for s in self.scores if abs(s - score) < 1e-9)
+
+    def rate(self, score: float) -> tuple[float, float, float]:
+        """(share of episodes with this score, Wilson 95% low, high)."""
+        n, k = len(self.scores), self.count(score)
+        low, high = wilson_ci95(k, n)
+        return k / max(n, 1), low, high
+
+
+def _row(label: str, record: EvaluationRecord) -> list[str]:
+    mean, ci = mean_ci95(record.scores)
+    cells = [label, str(len(record.scores)), f"{mean:.2f} ± {ci:.2f}"]
+    for score in (1.0, 0.0):
+        share, low, high = record.rate(score)
+        cells.append(f"{record.count(score)} ({share:.0%}) [{low:.0%}, {high:.0%}]")
+    return cells
+
+
+def print_report(summary: Mapping[str, Any], evaluations: Sequence[EvaluationRecord]) -> None:
+    """The before/after table, the validation loss, the checkpoint and the plot's path."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if evaluations:
+        table = Table(
+            "greedy evaluation", "episodes", "mean score (95% CI)", "score 1: win / exact [95% CI]",
+            "score 0: loss / miss [95% CI]", title=f"sft on {summary['env_id']} (held-out seeds)",
+        )  # fmt: skip
+        first, last = evaluations[0], evaluations[-1]
+        table.add_row(*_row(f"before (epoch {first.epoch})", first))
+        if last is not first:
+            table.add_row(*_row(f"after (epoch {last.epoch})", last))
+        console.print(table)
+    validation = summary.get("validation") or {}
+    if "val/answer_loss" in validation:
+        console.print(
+            f"validation demos: answer loss {validation['val/answer_loss']:.3f}, "
+            f"mean probability of the demo answer {validation['val/answer_prob']:.2f}"
+        )
+    console.print(f"checkpoint: {summary['checkpoint']}")
+    if summary.get("plot"):
+        console.print(f"plot: {summary['plot']}")
+
+
+def write_plot(run: Run, evaluations: Sequence[EvaluationRecord]) -> Path:
+    """Share of full-score and zero-score episodes per evaluation, with Wilson intervals, over demo decisions seen."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6, 3.5))
+    x = [e.examples_seen for e in evaluations]
+    for score, label, colour in (
+        (1.0, "score 1 (win / exact)", "tab:green"),
+        (0.0, "score 0 (loss / miss)", "tab:red"),
+    ):
+        rates = [e.rate(score) for e in evaluations]
+        mid = [r[0] for r in rates]
+        errors = [[r[0] - r[1] for r in rates], [r[2] - r[0] for r in rates]]
+        axis.errorbar(x, mid, yerr=errors, marker="o", capsize=4, label=label, color=colour)
+    axis.set_xlabel("demo decisions trained on")
+    axis.set_ylabel("share of evaluation episodes")
+    axis.set_ylim(-0.02, 1.02)
+    axis.set_title(f"greedy evaluation, {len(evaluations[-1].scores)} held-out episodes, Wilson 95% CI")
+    axis.legend(loc="best")
+    figure.tight_layout()
+    path = run.path / PLOT_FILE
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path

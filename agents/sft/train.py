@@ -1,0 +1,241 @@
+"""The ``sft`` training loop, top to bottom: load and split the demos, build ``ppo_lora``'s actor-critic (LoRA on the
+top layers, value head), evaluate the untrained model greedily, then epochs of answer-only cross-entropy (plus the
+value head's warm-up on the demos' returns-to-go) -> validation loss -> greedy evaluation -> checkpoint.
+
+The loss runs through ``ppo_lora``'s split forward: the frozen layers' output of every demo is computed once and
+reused by every epoch (and the system prompt's KV cache is shared), so an epoch costs the trainable layers only.
+Each demo is a prompt and its answer as a continuation; only the answer tokens are predicted, which is the same
+cross-entropy as :func:`llm_gym.lm.finetune.answer_loss` over the -100-labelled example (a test checks it).
+Checkpoints have ``ppo_lora``'s layout (``adapter/``, ``value_head.pt``), and the evaluation is ``ppo_lora``'s, on
+its held-out seeds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from llm_gym import training
+from llm_gym.agent import EnvConfig
+from llm_gym.agents.ppo_lora.acting import strategy_for
+from llm_gym.agents.ppo_lora.model import ADAPTER_DIR, VALUE_HEAD_FILE, ActorCritic
+from llm_gym.agents.ppo_lora.train import evaluate
+from llm_gym.agents.ppo_lora.update import padded_hidden
+from llm_gym.agents.sft.config import SFTConfig
+from llm_gym.agents.sft.data import DemoEncoder, DemoExample, load_records, split_episodes
+from llm_gym.agents.sft.report import EvaluationRecord, print_report, write_plot
+from llm_gym.callbacks import Callback
+from llm_gym.envs.protocol import EnvTraits
+from llm_gym.errors import CheckpointError, UnsupportedEnvError
+from llm_gym.lm.finetune import prompt_and_answer
+from llm_gym.lm.runtime import configure_threads
+from llm_gym.rl import cosine_schedule
+from llm_gym.runs import Run
+
+STATE_FILE = "sft_training.pt"
+"""In an sft checkpoint besides ppo_lora's files: optimizer, scheduler, RNG, counters and the epoch (--resume)."""
+
+
+class Batches:
+    """The demos of one split with each one's frozen-layer output, computed once."""
+
+    def __init__(self, ac: ActorCritic, examples: Sequence[DemoExample], batch_size: int) -> None:
+        self.examples = list(examples)
+        self.parts = [prompt_and_answer(e.encoded) for e in self.examples]
+        # Demos repeat decisions (every game starts from the same board): each distinct prompt + answer runs once
+        # and its copies share the tensor (the rows hold the answer's fed-in tokens too).
+        first: dict[tuple[tuple[int, ...], tuple[int, ...]], int] = {}
+        for i, (prompt, answer) in enumerate(self.parts):
+            first.setdefault((tuple(prompt), tuple(answer)), i)
+        distinct = sorted(set(first.values()))
+        computed: dict[int, torch.Tensor] = {}
+        with torch.no_grad():
+            for start in range(0, len(distinct), batch_size):
+                index = distinct[start : start + batch_size]
+                batch = self._pack(ac, index)
+                hidden = ac.bottom(batch)
+                for row, i in enumerate(index):
+                    computed[i] = hidden[row, : int(batch.row_lengths[row])].clone()
+        self.hidden = [computed[first[(tuple(prompt), tuple(answer))]] for prompt, answer in self.parts]
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def _pack(self, ac: ActorCritic, index: Sequence[int]) -> Any:
+        return ac.pack(
+            [self.parts[i][0] for i in index],
+            [self.examples[i].uses_prefix for i in index],
+            [[self.parts[i][1]] for i in index],
+        )
+
+    def losses(self, ac: ActorCritic, index: Sequence[int], config: SFTConfig, train: bool) -> dict[str, torch.Tensor]:
+        """Answer cross-entropy (mean over the batch's answer tokens), the demo answers' mean probability, and the
+        value head's MSE to the returns-to-go."""
+        batch = self._pack(ac, index)
+        hidden = padded_hidden([self.hidden[i] for i in index], batch.input_ids.shape[1]).to(ac.device)
+        out, values = ac.top(hidden, batch, "train" if train else "rollout")
+        targets = torch.tensor([self.examples[i].return_to_go for i in index], device=values.device)
+        value_loss = 0.5 * ((values - config.reward_scale * targets) ** 2).mean()
+        answer_loss = -out.token_logprobs.mean()
+        loss = answer_loss + config.value_coef * value_loss
+        return {"loss": loss, "answer_loss": answer_loss, "answer_prob": out.seq_logprobs.exp().mean(),
+                "value_loss": value_loss}  # fmt: skip
+
+
+@torch.no_grad()
+def validate(ac: ActorCritic, data: Batches, config: SFTConfig) -> dict[str, float]:
+    """Mean validation losses over the held-out demos (weighted by batch size)."""
+    sums: dict[str, float] = {}
+    for start in range(0, len(data), config.batch_size):
+        index = list(range(start, min(start + config.batch_size, len(data))))
+        for key, value in data.losses(ac, index, config, train=False).items():
+            sums[key] = sums.get(key, 0.0) + float(value) * len(index)
+    return {f"val/{k}": v / len(data) for k, v in sums.items()} if len(data) else {}
+
+
+def train(config: SFTConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callback], agent: str) -> dict[str, Any]:
+    """Train on ``config.demos`` and return the summary."""
+    # -- setup -------------------------------------------------------------------------------------------------
+    configure_threads(config.threads)
+    torch.manual_seed(config.seed)
+    traits = EnvTraits.probe(env)
+    if config.action_mode == "score" and traits.text_actions:
+        raise UnsupportedEnvError(f"{env.env_id} takes free text as its action; use --set action_mode=generate")
+    records = load_records(config.demos, env.env_id, config.max_demos)
+    train_records, val_records = split_episodes(records, config.validation_fraction, config.seed)
+    lora = config.as_ppo_lora()
+    strategy = strategy_for(lora)
+    resume = run.resumed_from
+    ac = ActorCritic(lora, traits.instructions, adapter=resume / ADAPTER_DIR if resume else None)
+    encoder = DemoEncoder(ac.builder, with_end=config.score_with_end or config.action_mode == "generate")
+    train_data = Batches(ac, [encoder.encode(r) for r in train_records], config.batch_size)
+    val_data = Batches(ac, [encoder.encode(r) for r in val_records], config.batch_size)
+    params = ac.trainable_parameters()
+    optimizer = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=config.weight_decay)
+    steps_per_epoch = math.ceil(len(train_data) / config.batch_size)
+    total_steps = config.epochs * steps_per_epoch
+    warmup = min(config.warmup_steps, total_steps // 5)  # a short run still reaches its peak learning rate
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: cosine_schedule(s, total_steps, 1.0, config.min_lr_ratio, warmup=warmup)
+    )
+    generator = torch.Generator().manual_seed(config.seed)
+    counters, epoch, evaluations = training.Counters(), 0, []
+    if resume:
+        epoch, evaluations = _load_state(resume, ac, optimizer, scheduler, generator, counters)
+        ac.refresh()
+    training.training_started(callbacks, env.env_id, config, counters)
+
+    def save(directory: Path) -> None:
+        ac.save(directory)
+        torch.save(
+            {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+             "generator": generator.get_state(), "counters": counters.state_dict(), "epoch": epoch,
+             "evaluations": [e.as_dict() for e in evaluations]},
+            directory / STATE_FILE,
+        )  # fmt: skip
+
+    def evaluation() -> bool:
+        returns, scores = evaluate(ac, strategy, env, lora, run, counters.global_step, traits.renders_frames)
+        evaluations.append(EvaluationRecord(counters.global_step, epoch, returns, scores))
+        return training.evaluated(run, callbacks, counters, returns, scores, save)
+
+    stopped = False
+    if not resume:
+        run.log_scalars(0, validate(ac, val_data, config))
+        if config.eval_episodes > 0:  # the untrained model, on the same held-out seeds as every later evaluation
+            stopped = evaluation()
+
+    # -- epochs ------------------------------------------------------------------------------------------------
+    progress = training.progress_bar(config.progress)
+    clock = training.Clock(counters)
+    with progress:
+        task = progress.add_task(f"{agent} {env.env_id}", total=config.epochs * len(train_data), status="",
+                                 completed=epoch * len(train_data))  # fmt: skip
+        while epoch < config.epochs and not stopped:
+            order = torch.randperm(len(train_data), generator=generator).tolist()
+            sums: dict[str, float] = {}
+            ac.model.train()
+            try:
+                for start in range(0, len(order), config.batch_size):
+                    index = order[start : start + config.batch_size]
+                    losses = train_data.losses(ac, index, config, train=True)
+                    optimizer.zero_grad(set_to_none=True)
+                    losses["loss"].backward()
+                    grad_norm = torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
+                    optimizer.step()
+                    scheduler.step()
+                    counters.update += 1
+                    counters.global_step += len(index)
+                    step_scalars = {f"train/{k}": float(v.detach()) for k, v in losses.items()}
+                    step_scalars |= {
+                        "train/grad_norm": float(grad_norm),
+                        "train/learning_rate": scheduler.get_last_lr()[0],
+                    }
+                    run.log_scalars(counters.global_step, step_scalars)
+                    for key, value in step_scalars.items():
+                        sums[key] = sums.get(key, 0.0) + value
+                    progress.update(
+                        task,
+                        advance=len(index),
+                        status=f"epoch {epoch + 1} loss {step_scalars['train/answer_loss']:.3f}",
+                    )
+            finally:
+                ac.model.eval()
+                ac.refresh()
+            epoch += 1
+            clock.tick()
+            scalars = {k: v / steps_per_epoch for k, v in sums.items()} | validate(ac, val_data, config)
+            scalars["charts/epoch"] = epoch
+            run.log_scalars(counters.global_step, scalars)
+            stopped = training.update_done(callbacks, counters, scalars)
+            last = stopped or epoch >= config.epochs
+            if config.eval_episodes > 0 and (last or (config.eval_every and epoch % config.eval_every == 0)):
+                stopped |= evaluation()
+            training.checkpointed(run, callbacks, counters, config.keep_checkpoints, save)
+
+    # -- summary -----------------------------------------------------------------------------------------------
+    summary = training.base_summary(agent, env.env_id, counters, run)
+    summary |= {
+        "env_steps": 0,
+        "demos": str(Path(config.demos).resolve()),
+        "demo_decisions": {"train": len(train_data), "validation": len(val_data)},
+        "demo_episodes": {
+            "train": len({r.episode for r in train_data.examples}),
+            "validation": len({r.episode for r in val_data.examples}),
+        },  # fmt: skip
+        "examples_seen": counters.global_step,
+        "epochs": epoch,
+        "model": config.model,
+        "action_mode": config.action_mode,
+        "validation": validate(ac, val_data, config),
+        "evaluations": [e.as_dict() for e in evaluations],
+        "plot": str(write_plot(run, evaluations)) if evaluations else None,
+    }
+    if config.progress:
+        print_report(summary, evaluations)
+    return training.finished(run, callbacks, counters, summary)
+
+
+def _load_state(
+    directory: Path, ac: ActorCritic, optimizer: Any, scheduler: Any, generator: torch.Generator,
+    counters: training.Counters,
+) -> tuple[int, list[EvaluationRecord]]:  # fmt: skip
+    try:
+        ac.load_value_head(directory)
+        data = torch.load(directory / STATE_FILE, weights_only=True)
+    except (OSError, RuntimeError) as exc:
+        raise CheckpointError(f"cannot resume from {directory}: {exc}") from exc
+    optimizer.load_state_dict(data["optimizer"])
+    scheduler.load_state_dict(data["scheduler"])
+    generator.set_state(data["generator"])
+    restored = training.Counters.from_state_dict(data["counters"])
+    for name, value in vars(restored).items():
+        setattr(counters, name, value)
+    return int(data["epoch"]), [EvaluationRecord.from_dict(e) for e in data["evaluations"]]
+
+
+__all__ = ["STATE_FILE", "VALUE_HEAD_FILE", "train"]
