@@ -188,7 +188,8 @@ def train(config: SFTConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callb
                 ac.refresh()
             epoch += 1
             clock.tick()
-            scalars = {k: v / steps_per_epoch for k, v in sums.items()} | validate(ac, val_data, config)
+            epoch_means = {k.replace("train/", "train_epoch/"): v / steps_per_epoch for k, v in sums.items()}
+            scalars = epoch_means | validate(ac, val_data, config)
             scalars["charts/epoch"] = epoch
             run.log_scalars(counters.global_step, scalars)
             stopped = training.update_done(callbacks, counters, scalars)
