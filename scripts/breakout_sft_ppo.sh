@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Breakout from demonstrations (issue 15): scripted demos -> SFT warm start -> greedy evaluation against `scripted`
+# and the zero-shot model under the same evaluation -> PPO continued from the SFT adapter -> the same evaluation.
+#
+# Every evaluation: 8 games, seeds 100-107, cut at 1000 steps, FIRE on reset (docs/atari.md), greedy. Demos come
+# from training seeds 0..DEMO_EPISODES-1 (disjoint from 100-107 and from ppo_lora's in-training evaluation seeds
+# seed + 10,000 + i). Defaults are the long version for a GPU box (16 cores + H100); the short CPU smoke version:
+#   DEMO_EPISODES=4 MAX_DEMOS=2000 SFT_EPOCHS=1 PPO_STEPS=256 NUM_ENVS=8 NUM_STEPS=16 EVAL_GAMES=2 EVAL_STEPS=150 \
+#   scripts/breakout_sft_ppo.sh
+# Results: OUT/results.json (and one JSON per evaluation in OUT/eval_*.json).
+set -euo pipefail
+
+OUT=${OUT:-runs/breakout_sft_ppo}
+LLM_GYM=${LLM_GYM:-.venv/bin/llm-gym}
+SEED=${SEED:-0}
+DEMO_EPISODES=${DEMO_EPISODES:-32}   # scripted games for the demos (~950 decisions each)
+MAX_DEMOS=${MAX_DEMOS:-0}            # 0: every decision of the file
+SFT_EPOCHS=${SFT_EPOCHS:-2}
+PPO_STEPS=${PPO_STEPS:-65536}
+NUM_ENVS=${NUM_ENVS:-64}
+NUM_STEPS=${NUM_STEPS:-16}
+EVAL_GAMES=${EVAL_GAMES:-8}
+EVAL_STEPS=${EVAL_STEPS:-1000}
+ENV=LLMBreakout-text-v0
+FIRE=(--env-arg fire_on_reset=true)
+EVAL=(--episodes "$EVAL_GAMES" --seed 100 --max-steps "$EVAL_STEPS" --num-envs "$EVAL_GAMES" --json)
+
+mkdir -p "$OUT"
+
+# 1. Demonstrations: the scripted ball tracker on training seeds, whole games, FIRE on reset.
+[ -f "$OUT/demos.jsonl" ] || "$LLM_GYM" demos --agent scripted --env $ENV "${FIRE[@]}" --episodes "$DEMO_EPISODES" \
+    --seed 0 --max-steps 1000 --num-envs 8 --out "$OUT/demos.jsonl" --json > "$OUT/demos_summary.json"
+
+# 2. SFT warm start (LoRA on the answer tokens; ppo_lora's adapter shape, so PPO can continue from it).
+[ -d "$OUT/sft/checkpoints" ] || "$LLM_GYM" train --agent sft --env $ENV "${FIRE[@]}" --seed "$SEED" \
+    --set demos="$OUT/demos.jsonl" --set max_demos="$MAX_DEMOS" --set epochs="$SFT_EPOCHS" \
+    --set eval_episodes=4 --set eval_max_steps=500 --set progress=false --run-dir "$OUT/sft"
+
+# 3. The same evaluation for the SFT checkpoint, the demonstrator and the zero-shot model.
+"$LLM_GYM" play --checkpoint "$OUT/sft/checkpoints/best" --env $ENV "${FIRE[@]}" "${EVAL[@]}" > "$OUT/eval_sft.json"
+"$LLM_GYM" play --agent scripted --env $ENV "${FIRE[@]}" "${EVAL[@]}" > "$OUT/eval_scripted.json"
+[ -f "$OUT/eval_zero_shot.json" ] || "$LLM_GYM" play --agent lm --env $ENV "${FIRE[@]}" "${EVAL[@]}" \
+    > "$OUT/eval_zero_shot.json"
+
+# 4. PPO from the SFT adapter (and value head), trained with FIRE on reset and life-loss episode ends (the
+#    training defaults), on the game's own reward. kl_coef=0: the reference is the base model with the adapter
+#    off, and a KL to it would pull the policy back towards the zero-shot model the warm start left behind.
+[ -f "$OUT/ppo/summary.json" ] || "$LLM_GYM" train --agent ppo_lora --env $ENV --seed "$SEED" \
+    --set init_adapter="$OUT/sft/checkpoints/best" --set total_steps="$PPO_STEPS" --set num_envs="$NUM_ENVS" \
+    --set num_steps="$NUM_STEPS" --set kl_coef=0 --set eval_every=8192 --set eval_episodes=8 \
+    --set eval_max_steps="$EVAL_STEPS" --set video=false --set progress=false --run-dir "$OUT/ppo"
+"$LLM_GYM" play --checkpoint "$OUT/ppo/checkpoints/best" --env $ENV "${FIRE[@]}" "${EVAL[@]}" > "$OUT/eval_ppo_best.json"
+"$LLM_GYM" play --checkpoint "$OUT/ppo" --env $ENV "${FIRE[@]}" "${EVAL[@]}" > "$OUT/eval_ppo_last.json"
+
+# 5. One table: mean game score ± 95% CI per player.
+python3 - "$OUT" <<'EOF'
+import json, sys
+from pathlib import Path
+
+out = Path(sys.argv[1])
+rows = {}
+for name in ("zero_shot", "scripted", "sft", "ppo_best", "ppo_last"):
+    path = out / f"eval_{name}.json"
+    if path.is_file():
+        report = json.loads(path.read_text())
+        rows[name] = {"mean": report["mean_return"], "ci95": report["ci95"],
+                      "games": [e["return"] for e in report["episodes"]]}
+        print(f"{name:10s} {report['mean_return']:6.2f} ± {report['ci95']:.2f}  {rows[name]['games']}")
+(out / "results.json").write_text(json.dumps(rows, indent=2))
+EOF
