@@ -17,6 +17,7 @@ from llm_gym.agent import EnvConfig, Policy
 from llm_gym.envs.catalog import render_modes
 from llm_gym.errors import UnsupportedEnvError
 from llm_gym.stepping import EnvStepper, Episode, VectorKind, make_vector_env
+from llm_gym.tasks import TaskSampler
 from llm_gym.video import VideoWarning, VideoWriter
 
 __all__ = ["EpisodeResult", "Stopwatch", "VideoWarning", "VideoWriter", "run_episodes"]
@@ -60,6 +61,7 @@ def run_episodes(
     on_episode: Callable[[EpisodeResult], None] | None = None,
     vector_env: VectorKind = "sync",
     text_actions: bool = False,
+    sampler: TaskSampler | None = None,
 ) -> list[EpisodeResult]:
     """Play ``episodes`` episodes and return them in episode order.
 
@@ -75,6 +77,7 @@ def run_episodes(
         on_episode: called as each episode finishes.
         vector_env: ``sync`` steps the envs in this process, ``async`` each in its own.
         text_actions: the policy answers with text; discrete envs parse it (:class:`llm_gym.actions.TextActions`).
+        sampler: gives each episode's reset options (task id, opponent, ...; takes precedence over ``task_ids``).
     """
     num_envs = max(1, min(num_envs, episodes))
     if video_path is not None and "rgb_array" not in render_modes(env.env_id):
@@ -87,7 +90,7 @@ def run_episodes(
         max_episode_steps=max_steps or 0,
         video_path=video_path,
     )
-    stepper = EnvStepper(envs, seed=seed, episodes=episodes, task_ids=task_ids)
+    stepper = EnvStepper(envs, seed=seed, episodes=episodes, task_ids=task_ids, sampler=sampler)
     results: dict[int, EpisodeResult] = {}
     try:
         stepper.reset()

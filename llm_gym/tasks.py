@@ -152,6 +152,10 @@ class UniformTaskSampler:
         self.episodes += 1
         self.successes += is_success(stats)
 
+    def evaluation_tasks(self) -> tuple[TaskRange, dict[str, Any]]:
+        """The tasks a held-out evaluation plays now (:func:`llm_gym.training.evaluation_sampler`)."""
+        return self.tasks, dict(self.options)
+
     def state_dict(self) -> dict[str, Any]:
         return {"rng": _rng_state(self.rng), "episodes": self.episodes, "successes": self.successes}
 
@@ -241,6 +245,10 @@ class StagedCurriculum:
     def next_options(self) -> dict[str, Any]:
         stage = self.current
         return {**stage.options, "task_id": self.rng.randint(stage.tasks.first, stage.tasks.last)}
+
+    def evaluation_tasks(self) -> tuple[TaskRange, dict[str, Any]]:
+        """The current stage's tasks and options (what a held-out evaluation plays now)."""
+        return self.current.tasks, dict(self.current.options)
 
     def belongs_to_current(self, options: Mapping[str, Any] | None) -> bool:
         options = dict(options or {})
@@ -341,6 +349,9 @@ class FailureReplay:
             return dict(entry["options"])
         self.counts["fresh"] += 1
         return self.base.next_options()
+
+    def evaluation_tasks(self) -> tuple[TaskRange, dict[str, Any]]:
+        return self.base.evaluation_tasks()  # type: ignore[attr-defined]
 
     def report(self, options: dict[str, Any] | None, stats: Mapping[str, float]) -> None:
         key = options_key(options)

@@ -22,6 +22,7 @@ from llm_gym.envs.catalog import evaluation_overrides, training_defaults
 from llm_gym.evaluation import run_episodes
 from llm_gym.runs import Run
 from llm_gym.stats import mean_ci95
+from llm_gym.tasks import TaskSampler, UniformTaskSampler
 
 BEST = "best"
 """The checkpoint name of the best evaluation so far (``checkpoints/best``)."""
@@ -145,15 +146,29 @@ def play_evaluation(
     max_steps: int,
     video_path: Path | None = None,
     text_actions: bool = False,
+    tasks: TaskSampler | None = None,
 ) -> tuple[list[float], list[float]]:
     """Returns and game scores of ``episodes`` episodes, all at once (one env each, at most 8), each cut at
-    ``max_steps`` (0: no cut); episode ``i`` resets with ``seed + i``, the same at every evaluation. The env is
+    ``max_steps`` (0: no cut); episode ``i`` resets with ``seed + i``, the same at every evaluation, and with the
+    options ``tasks`` hands out (from :func:`evaluation_sampler`; None: the env's own task). The env is
     :func:`evaluation_env` of ``env`` (Atari: whole games, FIRE as in training)."""
     results = run_episodes(
         policy, evaluation_env(env), episodes, seed=seed, num_envs=min(episodes, 8), max_steps=max_steps or None,
-        video_path=video_path, text_actions=text_actions,
+        video_path=video_path, text_actions=text_actions, sampler=tasks,
     )  # fmt: skip
     return [r.episode_return for r in results], [r.score for r in results]
+
+
+def evaluation_sampler(training_sampler: TaskSampler | None, seed: int) -> TaskSampler | None:
+    """The tasks a learner's periodic evaluation plays while ``training_sampler`` picks its training episodes: the
+    current stage's task range and options (a curriculum, also behind a failure buffer), ids drawn from ``seed``, so
+    every evaluation within a stage plays the same tasks (with the evaluation's own episode seeds, not training's).
+    None without a sampler (or one that names no tasks): the env's own task."""
+    tasks = getattr(training_sampler, "evaluation_tasks", None)
+    if tasks is None:
+        return None
+    task_range, options = tasks()
+    return UniformTaskSampler(task_range, options, seed=seed)
 
 
 def record_evaluation(run: Run, counters: Counters, returns: Sequence[float], scores: Sequence[float]) -> float:

@@ -36,6 +36,7 @@ from llm_gym.training import (
     checkpointed,
     crossed,
     evaluated,
+    evaluation_sampler,
     finished,
     play_evaluation,
     progress_bar,
@@ -48,10 +49,15 @@ EVAL_SEED_OFFSET = 1_000_000
 """Evaluation episodes use seeds seed + 1e6 + i: never the training envs' seeds, the same at every evaluation."""
 
 
-def evaluate(model: NanoGPTActorCritic, env: EnvConfig, config: NanoGPTPPOConfig) -> tuple[list[float], list[float]]:
-    """Returns and game scores of ``eval_episodes`` greedy episodes, each cut at ``eval_max_steps``."""
+def evaluate(
+    model: NanoGPTActorCritic, env: EnvConfig, config: NanoGPTPPOConfig, sampler: TaskSampler | None = None
+) -> tuple[list[float], list[float]]:
+    """Returns and game scores of ``eval_episodes`` greedy episodes, each cut at ``eval_max_steps``, on the env's
+    task or, with a training ``sampler`` (a curriculum), its current stage's tasks."""
     policy = NanoGPTPolicy(model, deterministic=True, epsilon=config.eval_epsilon, seed=config.seed)
-    return play_evaluation(policy, env, config.eval_episodes, config.seed + EVAL_SEED_OFFSET, config.eval_max_steps)
+    seed = config.seed + EVAL_SEED_OFFSET
+    tasks = evaluation_sampler(sampler, seed)
+    return play_evaluation(policy, env, config.eval_episodes, seed, config.eval_max_steps, tasks=tasks)
 
 
 def train(
@@ -218,7 +224,7 @@ def train(
 
             # -- evaluate (greedy), keep the best network ---------------------------------------------------------
             if last or crossed(step_before, counters.global_step, cfg.eval_every):
-                returns, scores = evaluate(model, env, cfg)
+                returns, scores = evaluate(model, env, cfg, sampler)
                 stopped |= evaluated(run, callbacks, counters, returns, scores, lambda d: save_network(model, d))
                 last = last or stopped
                 mean = counters.eval_history[-1][1]

@@ -21,7 +21,7 @@ import torch
 
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
-from llm_gym.envs.protocol import legal_choices
+from llm_gym.envs.protocol import legal_choices, step_instructions
 from llm_gym.lm.forward import PackedOutput
 from llm_gym.lm.generation import generate, stop_token_ids
 from llm_gym.lm.packing import PackedBatch
@@ -234,7 +234,7 @@ def act(
 ) -> Decisions:
     """Decide for every row at once: frozen layers once, trainable layers for the policy and the value, and
     (``with_reference``) once more with the adapter disabled."""
-    prompts = ac.encode(list(observations))
+    prompts = ac.encode(list(observations), rules_of(ac, infos))
     how = Sampling(greedy, generator)
     options, continuations = strategy.candidates(ac, prompts, infos, env_id, how)
     batch = ac.pack([p.ids for p in prompts], [p.uses_prefix for p in prompts], continuations)
@@ -258,6 +258,11 @@ def act(
         reference=reference,
         values=values.cpu(),
     )
+
+
+def rules_of(ac: ActorCritic, infos: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each row's system prompt: its task's rules where the env gives them per task (a curriculum across games)."""
+    return [step_instructions(info, ac.builder.instructions) for info in infos]
 
 
 class LivePolicy:

@@ -33,11 +33,12 @@ def resolve_device(device: str) -> str:
 
 
 class ActorCritic:
-    """LM policy + value head for one env's system prompt.
+    """LM policy + value head; the prefix of one system prompt is cached (:meth:`use_instructions`).
 
     Args:
         config: the agent config (model, dtype, LoRA shape, trainable layers).
-        instructions: the env's rules text (the system prompt).
+        instructions: the rules text whose prompt prefix is cached (the env's; a task with other rules gets its own
+            system prompt, uncached).
         adapter: a saved adapter directory to start from (a checkpoint's), else a fresh LoRA.
     """
 
@@ -60,8 +61,14 @@ class ActorCritic:
         nn.init.normal_(self.value_head.weight, std=1.0 / hidden_size**0.5)
         nn.init.zeros_(self.value_head.bias)
         self.split = SplitLM(self.model, self.split_layer)
-        self.builder = PromptBuilder(self.tokenizer, instructions)
         self.pad_id = self.tokenizer.pad_token_id
+        self.use_instructions(instructions)
+
+    def use_instructions(self, instructions: str) -> None:
+        """Make ``instructions`` the system prompt whose prefix is cached. Prompts with other rules (another task's)
+        stay right, only slower: they run whole. Call it only between an update and the next rollout: the update
+        recomputes the stored decisions over the cached prefix."""
+        self.builder = PromptBuilder(self.tokenizer, instructions)
         self.bottom_prefix = self.split.bottom_prefix(self.builder.prefix_ids)
         with torch.no_grad(), self.model.disable_adapter():
             self.reference_prefix = self.split.top_prefix(self.bottom_prefix)
@@ -103,8 +110,9 @@ class ActorCritic:
 
     # -- forward -----------------------------------------------------------------------------------------------
 
-    def encode(self, observations: Sequence[Any]) -> list[EncodedPrompt]:
-        return self.builder.encode(observations)
+    def encode(self, observations: Sequence[Any], instructions: Sequence[str] | None = None) -> list[EncodedPrompt]:
+        """Prompt ids of each observation, with its task's rules (``instructions``, per row) where given."""
+        return self.builder.encode(observations, instructions=instructions)
 
     def choices(self, names: Sequence[str]) -> list[list[int]]:
         """Token ids of each action name as a whole answer (score mode)."""

@@ -4,13 +4,14 @@ output, the action, its log-probability, the value and the reference policy's lo
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
-from llm_gym.agents.ppo_lora.acting import Decisions, Strategy, act
+from llm_gym.agents.ppo_lora.acting import Decisions, Strategy, act, rules_of
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.stepping import EnvStepper, Episode
@@ -41,9 +42,10 @@ class Rollout:
         }
 
 
-def values_of(ac: ActorCritic, observations: list[Any]) -> torch.Tensor:
-    """V(s) for observations only (bootstrapping): the prompt with a one-token continuation the value ignores."""
-    prompts = ac.encode(observations)
+def values_of(ac: ActorCritic, observations: list[Any], rules: list[str]) -> torch.Tensor:
+    """V(s) for observations only (bootstrapping): the prompt (with each row's ``rules``) and a one-token
+    continuation the value ignores."""
+    prompts = ac.encode(observations, rules)
     end = ac.builder.answer_end_ids or [ac.pad_id]
     batch = ac.pack([p.ids for p in prompts], [p.uses_prefix for p in prompts], [[end]] * len(prompts))
     return ac.top(ac.bottom(batch), batch, "rollout")[1].cpu()
@@ -60,6 +62,7 @@ def collect(
     with_reference: bool,
 ) -> Rollout:
     """Step every env ``config.num_steps`` times with the current policy."""
+    cache_common_rules(ac, stepper.infos)
     rollout = Rollout()
     for _ in range(config.num_steps):
         decisions = act(
@@ -71,11 +74,14 @@ def collect(
             generator=generator,
             with_reference=with_reference,
         )
+        rules = rules_of(ac, stepper.infos)  # the episodes in play (a finished one's env is reset in the step)
         result = stepper.step(decisions.actions)
         truncated_values = torch.zeros(len(stepper))
         if result.final_observations:
             index = sorted(result.final_observations)
-            truncated_values[index] = values_of(ac, [result.final_observations[i] for i in index])
+            truncated_values[index] = values_of(
+                ac, [result.final_observations[i] for i in index], [rules[i] for i in index]
+            )
         rollout.decisions.append(decisions)
         rollout.rewards.append(torch.as_tensor(result.rewards * config.reward_scale, dtype=torch.float32))
         rollout.dones.append(next_done)
@@ -84,9 +90,19 @@ def collect(
         rollout.invalid += int(result.invalid.sum())
         rollout.raw_reward += float(result.raw_rewards.sum())
         next_done = torch.as_tensor(result.terminated | result.truncated, dtype=torch.float32)
-    rollout.last_value = values_of(ac, list(stepper.observations))
+    rollout.last_value = values_of(ac, list(stepper.observations), rules_of(ac, stepper.infos))
     rollout.last_done = next_done
     return rollout
+
+
+def cache_common_rules(ac: ActorCritic, infos: list[dict[str, Any]]) -> None:
+    """Cache the prompt prefix of the rules most envs play now, when that is not the cached one (a curriculum moved
+    on to another game), so their prompts reuse it. Only here, before a rollout: the update that follows recomputes
+    its decisions over the same prefix."""
+    counts = Counter(rules_of(ac, infos))
+    rules, count = counts.most_common(1)[0]
+    if rules != ac.builder.instructions and 2 * count > len(infos):
+        ac.use_instructions(rules)
 
 
 def rollout_arrays(rollout: Rollout) -> dict[str, np.ndarray]:

@@ -74,27 +74,30 @@ def initial_actor_critic(config: PPOLoRAConfig, instructions: str, resume: Path 
 
 def evaluate(
     ac: ActorCritic, strategy: Strategy, env: EnvConfig, config: PPOLoRAConfig, run: Run, step: int, renders: bool,
-    greedy: bool = True,
+    greedy: bool = True, sampler: TaskSampler | None = None,
 ) -> tuple[list[float], list[float]]:  # fmt: skip
     """Returns and game scores of evaluation episodes with the current adapter, greedy or sampled (the policy as it
-    acts in training). The first greedy episode is recorded as a video where the env renders frames."""
+    acts in training), on the env's task or, with a training ``sampler`` (a curriculum), its current stage's tasks.
+    The first greedy episode is recorded as a video where the env renders frames."""
     video = run.video_path(f"eval_step_{step}.mp4") if (config.video and renders and greedy) else None
     policy = LivePolicy(ac, strategy, env.env_id, seed=config.seed, greedy=greedy)
+    seed = EVAL_SEED_OFFSET + config.seed
     # Returns include any reward shaping the env was asked for; the score is the game's own.
     return training.play_evaluation(
-        policy, env, config.eval_episodes, EVAL_SEED_OFFSET + config.seed, config.eval_max_steps, video,
-        strategy.text_actions,
+        policy, env, config.eval_episodes, seed, config.eval_max_steps, video, strategy.text_actions,
+        training.evaluation_sampler(sampler, seed),
     )  # fmt: skip
 
 
 def evaluate_both(
     ac: ActorCritic, strategy: Strategy, env: EnvConfig, config: PPOLoRAConfig, run: Run, counters: Counters,
-    renders: bool,
+    renders: bool, sampler: TaskSampler | None = None,
 ) -> tuple[list[float], list[float]]:  # fmt: skip
     """Sampled play beside greedy play on the same seeds (a greedy policy can stall where the sampled one plays):
     the sampled evaluation is logged as ``eval/sampled_*`` and kept in the counters; the greedy returns and scores
     are returned, for ``eval/mean_return`` and the best checkpoint."""
-    returns, scores = evaluate(ac, strategy, env, config, run, counters.global_step, renders, greedy=False)
+    step = counters.global_step
+    returns, scores = evaluate(ac, strategy, env, config, run, step, renders, greedy=False, sampler=sampler)
     mean, ci = mean_ci95(returns)
     score = float(np.mean(scores))
     counters.sampled_eval_history.append((counters.global_step, mean, score))
@@ -102,7 +105,7 @@ def evaluate_both(
         counters.global_step,
         {"eval/sampled_mean_return": mean, "eval/sampled_ci95": ci, "eval/sampled_mean_score": score},
     )
-    return evaluate(ac, strategy, env, config, run, counters.global_step, renders)
+    return evaluate(ac, strategy, env, config, run, step, renders, sampler=sampler)
 
 
 def train(
@@ -138,7 +141,7 @@ def train(
     training.training_started(callbacks, env.env_id, config, counters)
     if not resume and config.eval_episodes > 0:  # the untrained adapter, for the curve's first point
         training.record_evaluation(
-            run, counters, *evaluate_both(ac, strategy, env, config, run, counters, traits.renders_frames)
+            run, counters, *evaluate_both(ac, strategy, env, config, run, counters, traits.renders_frames, sampler)
         )
 
     def save(directory: Path) -> None:
@@ -225,7 +228,9 @@ def train(
             if config.eval_episodes > 0 and (
                 last or training.crossed(step_before, counters.global_step, config.eval_every)
             ):
-                returns_, scores = evaluate_both(ac, strategy, env, config, run, counters, traits.renders_frames)
+                returns_, scores = evaluate_both(
+                    ac, strategy, env, config, run, counters, traits.renders_frames, sampler
+                )
                 stopped |= training.evaluated(run, callbacks, counters, returns_, scores, save)
                 last = last or stopped
             # -- checkpoint (atomic): everything --resume needs ----------------------------------------------

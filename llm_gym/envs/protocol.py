@@ -48,6 +48,9 @@ class StepInfo(TypedDict, total=False):
     """Lives left (Atari)."""
     task_id: int
     """The task this episode plays (``reset(options={"task_id": N})`` chooses it)."""
+    instructions: str
+    """The rules of the task this episode plays, where they change with the task (``OpenSpiel-v0``: each game and
+    opponent has its own); a prompt takes them over the env's ``instructions`` attribute."""
     game_state: Any
     """The decoded game state (Atari: RAM-derived positions), for scripted policies and tests."""
 
@@ -90,6 +93,13 @@ class Snapshotting(Protocol):
 def env_instructions(env: Any) -> str:
     """The rules text an llm-gym env carries as ``instructions`` ('' for an env without one)."""
     return str(getattr(_unwrapped(env), "instructions", "") or "")
+
+
+def step_instructions(info: Mapping[str, Any], default: str) -> str:
+    """The rules for a prompt built from this step's observation: the task's own (``info["instructions"]``) where
+    the env gives them, else ``default`` (the env's ``instructions``, which then never change)."""
+    rules = info.get("instructions")
+    return default if rules is None else str(rules)
 
 
 def noop_action(env: Any) -> int | None:

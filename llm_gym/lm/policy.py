@@ -17,7 +17,7 @@ import numpy as np
 from llm_gym.actions import parse_action
 from llm_gym.decisions import DecisionDetails
 from llm_gym.envs.history import TURNS_KEY
-from llm_gym.envs.protocol import EnvConfig, EnvTraits, legal_choices
+from llm_gym.envs.protocol import EnvConfig, EnvTraits, legal_choices, step_instructions
 from llm_gym.errors import UnsupportedEnvError
 from llm_gym.lm.backends import GenerateRequest, LMBackend, ScoreRequest
 
@@ -84,7 +84,7 @@ class LMPolicy:
     ) -> tuple[list[int], list[DecisionDetails]]:
         legal = [legal_choices(info, self.env_id) for info in infos]
         requests = [
-            ScoreRequest(self.traits.instructions, obs, tuple(names), self.turns(info))
+            ScoreRequest(self.rules(info), obs, tuple(names), self.turns(info))
             for obs, info, (_, names) in zip(observations, infos, legal, strict=True)
         ]
         actions, answers, details = [], [], []
@@ -102,7 +102,7 @@ class LMPolicy:
         self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]
     ) -> tuple[list[Any], list[DecisionDetails]]:
         requests = [
-            GenerateRequest(self.traits.instructions, obs, self.turns(info))
+            GenerateRequest(self.rules(info), obs, self.turns(info))
             for obs, info in zip(observations, infos, strict=True)
         ]
         completions = self.backend.generate(
@@ -125,6 +125,10 @@ class LMPolicy:
             else:
                 actions.append(parsed.action)
         return actions, details
+
+    def rules(self, info: Mapping[str, Any]) -> str:
+        """The system prompt for this step: the task's rules where the env gives them per task (OpenSpiel-v0)."""
+        return step_instructions(info, self.traits.instructions)
 
     def turns(self, info: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
         """The episode's last ``history`` turns from the env's info (none when history is off)."""

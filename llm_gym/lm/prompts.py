@@ -86,31 +86,40 @@ class PromptBuilder:
             self._choice_cache[key] = ids + (self.answer_end_ids if with_end else [])
         return self._choice_cache[key]
 
-    def messages(self, observation: Any, turns: Turns = ()) -> list[dict[str, str]]:
-        """The chat messages for one observation (after the episode's earlier ``turns``)."""
-        return chat_messages(self.instructions, observation, self._system_role, turns)
+    def messages(self, observation: Any, turns: Turns = (), instructions: str | None = None) -> list[dict[str, str]]:
+        """The chat messages for one observation (after the episode's earlier ``turns``); ``instructions`` replace
+        the builder's for this prompt (a task with its own rules)."""
+        rules = self.instructions if instructions is None else instructions
+        return chat_messages(rules, observation, self._system_role, turns)
 
-    def text(self, observation: Any, turns: Turns = ()) -> str:
+    def text(self, observation: Any, turns: Turns = (), instructions: str | None = None) -> str:
         """The whole prompt as text, ending where the answer starts."""
         if getattr(self.tokenizer, "chat_template", None):
             try:
                 return self.tokenizer.apply_chat_template(
-                    self.messages(observation, turns), tokenize=False, add_generation_prompt=True
+                    self.messages(observation, turns, instructions), tokenize=False, add_generation_prompt=True
                 )
             except Exception:  # some templates (e.g. Gemma's) reject a system role: fold it into the user turn
                 if not self._system_role:
                     raise
                 self._system_role = False
-                return self.text(observation, turns)
+                return self.text(observation, turns, instructions)
+        rules = self.instructions if instructions is None else instructions
         parts = [f"{observation_text(o)}\n\nAnswer: {move}" for o, move in turns]
         body = "\n\n".join([*parts, f"{observation_text(observation)}\n\nAnswer: "])
-        return f"{self.instructions}\n\n{body}" if self.instructions else body
+        return f"{rules}\n\n{body}" if rules else body
 
-    def encode(self, observations: Sequence[Any], turns: Sequence[Turns] | None = None) -> list[EncodedPrompt]:
-        """Token ids of each prompt (each after its episode's earlier ``turns``, if given), and whether each starts
-        with :attr:`prefix_ids`."""
+    def encode(
+        self,
+        observations: Sequence[Any],
+        turns: Sequence[Turns] | None = None,
+        instructions: Sequence[str | None] | None = None,
+    ) -> list[EncodedPrompt]:
+        """Token ids of each prompt (each after its episode's earlier ``turns``, and with its own ``instructions``
+        where given), and whether each starts with :attr:`prefix_ids` (a prompt with other rules does not)."""
         turns = turns if turns is not None else [()] * len(observations)
-        texts = [self.text(o, t) for o, t in zip(observations, turns, strict=True)]
+        rules = instructions if instructions is not None else [None] * len(observations)
+        texts = [self.text(o, t, r) for o, t, r in zip(observations, turns, rules, strict=True)]
         batch = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
         n = len(self.prefix_ids)
         return [EncodedPrompt(list(ids), n > 0 and ids[:n] == self.prefix_ids) for ids in batch]

@@ -40,3 +40,13 @@ def test_tokenizer_without_chat_template_gets_a_plain_layout() -> None:
     assert builder.text("obs") == "Rules.\n\nobs\n\nAnswer: "
     assert builder.answer_end_ids == [tokenizer.eos_token_id]
     assert all(p.uses_prefix for p in builder.encode(["a", "bc"]))
+
+
+def test_a_prompt_with_its_own_rules_gets_them_and_skips_the_cached_prefix() -> None:
+    tokenizer = tiny_tokenizer()
+    builder = PromptBuilder(tokenizer, "Play well.")
+    same, other, default = builder.encode(["s1", "s2", "s3"], instructions=["Play well.", "Other game.", None])
+    assert same.uses_prefix and default.uses_prefix and not other.uses_prefix
+    assert tokenizer.decode(other.ids) == builder.text("s2", instructions="Other game.")
+    assert "Other game." in tokenizer.decode(other.ids) and "Play well." not in tokenizer.decode(other.ids)
+    assert default.ids == builder.encode(["s3"])[0].ids

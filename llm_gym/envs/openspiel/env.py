@@ -337,6 +337,8 @@ class OpenSpielEnv(SeatObservations, gym.Env):
             "game": self.game_spec.name,
             "task_id": self.task.task_id,
             "variant": self.task.variant,
+            # Each game, variant and opponent has its own rules text; a curriculum changes them between episodes.
+            "instructions": self.instructions,
             "player": self.seat,
             "num_players": self.num_players,
             "turn": self._decisions[self.seat],

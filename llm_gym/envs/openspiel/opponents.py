@@ -133,7 +133,8 @@ class MCTSOpponent:
         self.bot = mcts.MCTSBot(
             self.search_game,
             self.config.uct_c,
-            max(1, self.config.simulations // self.determinizations),
+            # MCTSBot expands the root on its second simulation: with one, the root has no children to choose from.
+            max(2, self.config.simulations // self.determinizations),
             evaluator,
             solve=deterministic and not hidden if self.config.solve is None else self.config.solve,
             random_state=self.random_state,
