@@ -43,7 +43,8 @@ class EpisodeResult:
     @classmethod
     def of(cls, episode: Episode) -> EpisodeResult:
         stats = episode.stats
-        plain = {k: v for k, v in episode.final_info.items() if _plain(v)}
+        # The task's rules text (a prompt input, not a result) stays out of what results and stores keep.
+        plain = {k: v for k, v in episode.final_info.items() if _plain(v) and k != "instructions"}
         return cls(episode.index, episode.seed, stats.episode_return, stats.length, stats.truncated,
                    stats.invalid_actions, plain, stats.score, stats.raw_return)  # fmt: skip
 

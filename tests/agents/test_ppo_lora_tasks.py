@@ -132,5 +132,3 @@ def test_ppo_lora_evaluates_on_the_curriculum_stage(tiny_model: Path, tmp_path: 
         run.close()
     assert played and all(p.get("opponent") in ("random", "mcts") for p in played)
     assert played[0] == {"opponent": "random", "task_id": TIC_TAC_TOE}  # the first stage, before any update
-    scalars = run.path / "tb"
-    assert scalars.exists() or any(run.path.iterdir())
