@@ -23,7 +23,7 @@ import gymnasium as gym
 from llm_gym.agent import EnvConfig, Policy
 from llm_gym.demos.format import DemoRecord, write_records
 from llm_gym.envs.history import TURNS_KEY
-from llm_gym.envs.protocol import EnvTraits
+from llm_gym.envs.protocol import EnvTraits, step_instructions
 from llm_gym.errors import UnsupportedEnvError
 from llm_gym.lm.prompts import chat_messages
 from llm_gym.stepping import EnvStepper, make_vector_env
@@ -115,7 +115,8 @@ def record_demos(
             for slot, observation, info, action in zip(active, observations, infos, actions, strict=True):
                 answer = _answer(action, info, traits.text_actions)
                 turns = tuple(info.get(TURNS_KEY, ()))
-                messages = chat_messages(traits.instructions, observation, turns=turns)
+                rules = step_instructions(info, traits.instructions)  # OpenSpiel-v0: the task's own rules
+                messages = chat_messages(rules, observation, turns=turns)
                 if answer is None:
                     summary.unnamed += 1
                     messages = ()

@@ -88,3 +88,25 @@ def test_a_malformed_line_names_the_file_and_line(tmp_path: Path, line: str, rea
 def test_a_missing_file_says_how_to_make_one(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist; write one with `llm-gym demos"):
         read_demos(tmp_path / "none.jsonl")
+
+
+def test_demos_across_openspiel_games_carry_each_tasks_rules(tmp_path: Path) -> None:
+    import gymnasium as gym
+
+    from llm_gym.agent import EnvConfig
+    from llm_gym.agents.baselines import RandomPolicy
+    from llm_gym.demos.record import record_demos
+
+    tic_tac_toe, kuhn = 2_200_000_000, 2_400_000_000
+    out = tmp_path / "demos.jsonl"
+    env = EnvConfig("OpenSpiel-v0", {"opponent": "random"})
+    record_demos(RandomPolicy(0), env, 4, out, source={"agent": "random"}, task_ids=[tic_tac_toe, kuhn])
+    rules = {}
+    for task_id in (tic_tac_toe, kuhn):
+        made = gym.make("OpenSpiel-v0", opponent="random")
+        made.reset(seed=0, options={"task_id": task_id})
+        rules[task_id] = made.unwrapped.instructions
+    records = read_demos(out)
+    assert {r.task_id for r in records} == {tic_tac_toe, kuhn}
+    for record in records:  # the system prompt an LM agent would have seen for that task
+        assert record.messages[0] == {"role": "system", "content": rules[record.task_id]}
