@@ -51,15 +51,16 @@ def variants(rollout_size: int) -> dict[str, dict[str, Any]]:
     }
 
 
-def first_envs(rollout: Rollout, n: int) -> Rollout:
-    """The rollout of envs 0..n-1 only."""
+def first_envs(rollout: Rollout, n: int, steps: int, last_value: torch.Tensor) -> Rollout:
+    """The first ``steps`` steps of envs 0..n-1 only (``last_value``: V of the state after them, for GAE)."""
     sub = Rollout(finished=rollout.finished, invalid=rollout.invalid, raw_reward=rollout.raw_reward)
-    for d in rollout.decisions:
+    for d in rollout.decisions[:steps]:
         sub.decisions.append(Decisions(**{f.name: getattr(d, f.name)[:n] for f in dataclasses.fields(d)}))
-    sub.rewards = [r[:n] for r in rollout.rewards]
-    sub.dones = [r[:n] for r in rollout.dones]
-    sub.truncated_values = [r[:n] for r in rollout.truncated_values]
-    sub.last_value, sub.last_done = rollout.last_value[:n], rollout.last_done[:n]
+    sub.rewards = [r[:n] for r in rollout.rewards[:steps]]
+    sub.dones = [r[:n] for r in rollout.dones[:steps]]
+    sub.truncated_values = [r[:n] for r in rollout.truncated_values[:steps]]
+    after = rollout.dones[steps] if steps < len(rollout.dones) else rollout.last_done
+    sub.last_value, sub.last_done = last_value[:n], after[:n]
     return sub
 
 
@@ -97,6 +98,8 @@ def main() -> None:
     parser.add_argument("--seeds", default="0,1,2", help="seeds of the minibatch order")
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--cache", type=Path, default=None, help="save / reuse the collected rollout here")
+    parser.add_argument("--use-steps", type=int, default=0, help="use the first N steps of the rollout (0: all)")
+    parser.add_argument("--measure-envs", type=int, default=0, help="measure drift on these first envs (0: all)")
     args = parser.parse_args()
     env_counts = sorted(int(n) for n in args.envs.split(","))
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -125,12 +128,16 @@ def main() -> None:
         if args.cache is not None:
             torch.save(rollout, args.cache)
     collect_seconds = time.perf_counter() - started
-    full = _flatten(rollout)
+    steps = args.use_steps or len(rollout.decisions)
+    # V(s) of the state after the steps used: the stored value of the next step (the rollout's last value at the end).
+    next_value = rollout.decisions[steps].values if steps < len(rollout.decisions) else rollout.last_value
+    base = dataclasses.replace(base, num_steps=steps)
+    full = _flatten(first_envs(rollout, args.measure_envs or env_counts[-1], steps, next_value))
     start_logprobs = policy_logprobs(ac, full)
 
     results: list[dict[str, Any]] = []
     for n in env_counts:
-        sub = first_envs(rollout, n)
+        sub = first_envs(rollout, n, steps, next_value)
         arrays = sub.stacked()
         advantages, returns = compute_gae(
             arrays["rewards"], arrays["values"], arrays["dones"], sub.last_value, sub.last_done, base.gamma,
@@ -169,7 +176,7 @@ def main() -> None:
             summary[f"{name}_{key}_ratio_{env_counts[-1]}_to_{env_counts[0]}"] = by_n[env_counts[-1]] / max(
                 by_n[env_counts[0]], 1e-12
             )
-    rewards = torch.stack(rollout.rewards)
+    rewards = torch.stack(rollout.rewards[:steps])
     print(
         json.dumps(
             {
@@ -180,9 +187,10 @@ def main() -> None:
                 "trainable_layers": base.trainable_layers,
                 "settings": DOCS_RUN,
                 "rollout": {
-                    "decisions": len(full["prompts"]),
+                    "decisions": steps * env_counts[-1],
+                    "measured_on": len(full["prompts"]),
                     "nonzero_rewards": int((rewards != 0).sum()),
-                    "finished_episodes": len(rollout.finished),
+                    "collected_steps": len(rollout.decisions),
                     "collect_seconds": collect_seconds,
                 },
                 "machine": platform.processor() or platform.machine(),
