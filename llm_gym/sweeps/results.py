@@ -21,10 +21,12 @@ from llm_gym.sweeps.plan import PlannedRun
 METRICS = (
     ("eval_score", "final_eval_score", "greedy eval score"),
     ("eval_return", "final_eval_return", "greedy eval return"),
+    ("eval_sampled_score", "final_eval_sampled_score", "sampled eval score"),
     ("train_return", "mean_return", "train return (last rollouts)"),
 )
 """(column, summary.json key, heading): what the table reports per cell. The evaluation is the run's last greedy
-evaluation (its held-out evaluation seeds); the training return is the agent's mean over its last rollouts."""
+evaluation (its held-out evaluation seeds) and, for agents that play one (ppo_lora), the sampled evaluation beside it;
+the training return is the agent's mean over its last rollouts."""
 
 
 def collect(runs: Sequence[PlannedRun], grid_cells: Sequence[Cell]) -> list[dict[str, Any]]:
@@ -80,15 +82,17 @@ def _cell_number(value: float | None) -> str:
 
 
 def table(rows: Sequence[dict[str, Any]], keys: Sequence[str], title: str) -> Table:
-    """The rich table: one line per cell, ``mean ± ci95 (n)`` per metric."""
+    """The rich table: one line per cell, ``mean ± ci95 (n)`` per metric that any run reported."""
     out = Table(title=title)
     for key in keys:
         out.add_column(key)
     out.add_column("seeds")
-    for _, _, heading in METRICS:
+    # Only the metrics some run reported (an agent without evaluations has no evaluation columns).
+    shown = [(c, h) for c, _, h in METRICS if any(row[c]["values"] for row in rows)]
+    for _, heading in shown:
         out.add_column(heading, justify="right")
     for row in rows:
-        stats = [_format(row[column]) for column, _, _ in METRICS]
+        stats = [_format(row[column]) for column, _ in shown]
         out.add_row(*(str(row[k]) for k in keys), ",".join(map(str, row["seeds"])) or "-", *stats)
     return out
 
