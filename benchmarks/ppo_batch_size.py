@@ -1,6 +1,8 @@
-"""How far one ppo_lora update moves the policy at 8, 16 and 64 envs: the update before this change (per-minibatch
-advantage normalisation, one optimizer step per 64 decisions, so 8x the steps at 64 envs) against the update after it
-(advantages normalised over the rollout, ``num_minibatches`` steps per epoch at any rollout size).
+"""How far one ppo_lora update moves the policy at 8, 16 and 64 envs, for three update structures: ``before`` (per-
+minibatch advantage normalisation, one optimizer step per 64 decisions, so 4x the steps at 4x the envs),
+``fixed_steps`` (advantages normalised over the rollout, exactly 4 steps per epoch at any rollout size: small
+rollouts get small, noisy steps) and ``after`` (the defaults: rollout normalisation, steps of 64 decisions but at most
+``max_minibatches`` = 4 per epoch).
 
     python benchmarks/ppo_batch_size.py                          # default model, OpenSpiel-tic_tac_toe-v0 vs random
     python benchmarks/ppo_batch_size.py --model /tmp/tiny --num-steps 4 --seeds 0   # a mechanics check
@@ -44,10 +46,11 @@ DOCS_RUN = dict(learning_rate=1e-3, entropy_coef=0.05, kl_coef=0.0, update_epoch
 
 
 def variants(rollout_size: int) -> dict[str, dict[str, Any]]:
-    """The update before this change (as the config can still ask for it) and after it (the new defaults)."""
+    """The update before this change and two after it, as the config can ask for them."""
     return {
-        "before": dict(advantage_norm="minibatch", num_minibatches=math.ceil(rollout_size / 64)),
-        "after": dict(advantage_norm="rollout", num_minibatches=4),
+        "before": dict(advantage_norm="minibatch", max_minibatches=math.ceil(rollout_size / 64)),
+        "fixed_steps": dict(advantage_norm="rollout", max_minibatches=4, minibatch_size=math.ceil(rollout_size / 4)),
+        "after": dict(advantage_norm="rollout", max_minibatches=4),
     }
 
 
@@ -158,7 +161,8 @@ def main() -> None:
                     ac, strategy, optimizer, sub, advantages, returns, config, torch.Generator().manual_seed(seed), 0.0
                 )
                 row = {"num_envs": n, "update": name, "seed": seed, "decisions": n * base.num_steps}
-                row |= {"optimizer_steps": config.num_minibatches * int(metrics["epochs"])}
+                per_epoch = min(config.max_minibatches, math.ceil(n * base.num_steps / config.minibatch_size))
+                row |= {"optimizer_steps": per_epoch * int(metrics["epochs"])}
                 row |= {k: metrics[k] for k in ("approx_kl", "clip_fraction", "entropy", "grad_norm")}
                 row |= drift(start_logprobs, policy_logprobs(ac, full))
                 row["seconds"] = time.perf_counter() - tick
@@ -166,7 +170,7 @@ def main() -> None:
                 print(json.dumps(row), flush=True)
 
     summary: dict[str, Any] = {}
-    for name in ("before", "after"):
+    for name in variants(1):
         for key in ("kl_before_after", "greedy_flip_fraction"):
             by_n = {
                 n: sum(r[key] for r in results if r["num_envs"] == n and r["update"] == name) / len(seeds)

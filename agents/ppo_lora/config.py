@@ -59,13 +59,13 @@ class PPOLoRAConfig(LocalLMConfig):
     """AdamW weight decay."""
     update_epochs: int = 2
     """Passes over each rollout."""
-    num_minibatches: int = 4
-    """Optimizer steps per epoch: each averages the gradient over rollout_size / num_minibatches decisions, so the
-    number of steps per update, and how far one update moves the policy, does not grow with num_envs (CleanRL's
-    convention); a larger rollout only makes each step's gradient less noisy."""
     minibatch_size: int = 64
-    """Decisions per forward/backward pass (memory): an optimizer step's decisions are run in chunks of at most
-    this many and their gradients accumulated. It does not change the result, only the memory it takes."""
+    """Decisions per optimizer step (and the most per forward/backward pass, for memory)."""
+    max_minibatches: int = 4
+    """At most this many optimizer steps per epoch: a rollout of more than max_minibatches * minibatch_size decisions
+    takes this many steps, each with its gradient accumulated over rollout_size / max_minibatches decisions (in
+    passes of minibatch_size), instead of more steps of the same size. So more envs make each step's gradient less
+    noisy instead of moving the policy further per update (docs/ppo_lora.md, "Batch size and greedy collapse")."""
     advantage_norm: Literal["rollout", "minibatch", "none"] = "rollout"
     """Normalise advantages to mean 0, std 1 over the whole rollout (rollout), over each optimizer step's decisions
     (minibatch: the usual PPO code; noisy when a minibatch holds few reward events), or not at all (none)."""
@@ -114,7 +114,7 @@ class PPOLoRAConfig(LocalLMConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        positive = ("num_envs", "num_steps", "minibatch_size", "num_minibatches", "update_epochs", "lora_rank")
+        positive = ("num_envs", "num_steps", "minibatch_size", "max_minibatches", "update_epochs", "lora_rank")
         for name in (*positive, "max_new_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")

@@ -3,13 +3,14 @@ the stored frozen-layer output, and the action mode's terms (:meth:`~llm_gym.age
 the shared PPO losses plus the KL to the reference) weighted into one loss.
 
 The update is built to behave the same at any batch size (``docs/ppo_lora.md``, "Batch size and greedy collapse"):
-every epoch takes ``num_minibatches`` optimizer steps whatever the rollout size (each step's gradient accumulated
-over chunks of at most ``minibatch_size`` decisions), and advantages are normalised once over the whole rollout, so
-a minibatch without reward events is not blown up to unit scale.
+an epoch takes steps of ``minibatch_size`` decisions but at most ``max_minibatches`` of them, a larger rollout
+accumulating each step's gradient over more decisions (in passes of ``minibatch_size``), and advantages are
+normalised once over the whole rollout, so a minibatch without reward events is not blown up to unit scale.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 import torch
@@ -54,10 +55,10 @@ def normalize_advantages(advantages: torch.Tensor) -> torch.Tensor:
 
 
 def minibatches(samples: int, config: PPOLoRAConfig, generator: torch.Generator) -> list[list[list[int]]]:
-    """One epoch's optimizer steps: ``num_minibatches`` shuffled slices of the rollout (fewer when it has fewer
-    samples), each split into chunks of at most ``minibatch_size`` decisions that are run one after the other."""
+    """One epoch's optimizer steps: ceil(samples / minibatch_size) shuffled, equal slices of the rollout, at most
+    ``max_minibatches`` of them; each split into passes of at most ``minibatch_size`` decisions."""
     order = torch.randperm(samples, generator=generator).tolist()
-    steps = min(config.num_minibatches, samples)
+    steps = max(1, min(config.max_minibatches, math.ceil(samples / config.minibatch_size)))
     bounds = [round(i * samples / steps) for i in range(steps + 1)]
     out = []
     for lo, hi in zip(bounds, bounds[1:], strict=False):
@@ -77,7 +78,7 @@ def ppo_update(
     generator: torch.Generator,
     kl_coef: float,
 ) -> dict[str, float]:
-    """Run up to ``update_epochs`` epochs of ``num_minibatches`` optimizer steps (fewer epochs when ``target_kl``
+    """Run up to ``update_epochs`` epochs of at most ``max_minibatches`` optimizer steps (fewer epochs when ``target_kl``
     stops it); returns the mean of each logged quantity over the steps and ``epochs``, the epochs run."""
     flat = _flatten(rollout)
     old_values = torch.stack([d.values for d in rollout.decisions]).flatten()

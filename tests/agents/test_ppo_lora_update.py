@@ -1,6 +1,6 @@
 """The batch-size-robust PPO update of ppo_lora: advantages normalised over the whole rollout (a minibatch without
-reward events stays small), a fixed number of optimizer steps per epoch whatever the rollout size, and
-``minibatch_size`` as a memory knob only (accumulated chunks give the same step as one big one)."""
+reward events stays small), and at most ``max_minibatches`` optimizer steps per epoch whatever the rollout size (a
+capped step accumulated over passes gives the same step as one pass)."""
 
 from __future__ import annotations
 
@@ -29,36 +29,41 @@ def test_rollout_normalisation_keeps_a_quiet_minibatch_quiet() -> None:
     assert torch.equal(normalize_advantages(torch.tensor([3.0])), torch.tensor([3.0]))
 
 
-@pytest.mark.parametrize(("samples", "minibatch_size"), [(256, 64), (1024, 64), (32, 7), (3, 64)])
-def test_an_epoch_takes_num_minibatches_steps_whatever_the_rollout_size(samples: int, minibatch_size: int) -> None:
-    config = tiny_config(None, num_minibatches=4, minibatch_size=minibatch_size)
-    steps = minibatches(samples, config, torch.Generator().manual_seed(1))
-    assert len(steps) == min(4, samples)
-    every = sorted(i for step in steps for chunk in step for i in chunk)
+@pytest.mark.parametrize(
+    ("samples", "minibatch_size", "steps"),
+    [(256, 64, 4), (1024, 64, 4), (2048, 64, 4), (64, 64, 1), (96, 64, 2), (3, 64, 1)],
+)
+def test_an_epoch_takes_at_most_max_minibatches_steps(samples: int, minibatch_size: int, steps: int) -> None:
+    # Steps of minibatch_size decisions, at most max_minibatches of them: more envs, larger steps, not more steps.
+    config = tiny_config(None, max_minibatches=4, minibatch_size=minibatch_size)
+    epoch = minibatches(samples, config, torch.Generator().manual_seed(1))
+    assert len(epoch) == steps
+    every = sorted(i for step in epoch for chunk in step for i in chunk)
     assert every == list(range(samples))  # each decision once per epoch
-    assert all(len(chunk) <= minibatch_size for step in steps for chunk in step)
-    sizes = [sum(len(c) for c in step) for step in steps]
+    assert all(len(chunk) <= minibatch_size for step in epoch for chunk in step)
+    sizes = [sum(len(c) for c in step) for step in epoch]
     assert max(sizes) - min(sizes) <= 1
 
 
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("advantage_norm", ["rollout", "minibatch"])
-def test_minibatch_size_only_changes_memory(tmp_path: Path, advantage_norm: str) -> None:
+def test_a_capped_step_is_the_same_in_any_number_of_passes(tmp_path: Path, advantage_norm: str) -> None:
     from llm_gym.lm.testing import make_tiny_model
 
     model = make_tiny_model(tmp_path / "model", layers=2, hidden=32)
-    # One update of 16 decisions in 2 optimizer steps: one pass of 8 decisions per step, or chunks of 3 accumulated.
+    # One update of 32 decisions in 2 optimizer steps (max_minibatches) of 16: one pass each (minibatch_size 16) or
+    # passes of 8 accumulated (minibatch_size 8, which alone would be 4 steps).
     settings = dict(
-        num_envs=4, num_steps=4, total_steps=16, update_epochs=1, num_minibatches=2, lora_rank=4, kl_coef=0.05,
-        learning_rate=1e-2, checkpoint_every=16, advantage_norm=advantage_norm,
+        num_envs=4, num_steps=8, total_steps=32, update_epochs=1, max_minibatches=2, lora_rank=4, kl_coef=0.05,
+        learning_rate=1e-2, checkpoint_every=32, advantage_norm=advantage_norm,
     )  # fmt: skip
     adapters = []
-    for size in (8, 3):
+    for size in (16, 8):
         summary, run = train(
             tmp_path / f"mb{size}", "LLMBreakout-text-v0", tiny_config(model, minibatch_size=size, **settings)
         )
         assert summary["updates"] == 1
-        adapters.append(load_file(run.path / "checkpoints" / "step_16" / "adapter" / "adapter_model.safetensors"))
+        adapters.append(load_file(run.path / "checkpoints" / "step_32" / "adapter" / "adapter_model.safetensors"))
     assert adapters[0].keys() == adapters[1].keys()
     moved = 0.0
     for key, value in adapters[0].items():
