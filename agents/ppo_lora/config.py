@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from llm_gym.lm.agent_config import LocalLMConfig
 
 
 @dataclass(frozen=True, kw_only=True)
 class PPOLoRAConfig(LocalLMConfig):
+    # Old field names that runs saved before a rename still load under (num_minibatches lived for one day).
+    renamed: ClassVar[Mapping[str, str]] = {"num_minibatches": "max_minibatches"}
+
     total_steps: int = 20_000
     """Environment steps to train for, summed over parallel envs."""
     action_mode: Literal["score", "generate"] = "score"
