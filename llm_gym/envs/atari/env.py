@@ -170,12 +170,7 @@ class AtariLLMEnv(gym.Env):
             self.ale.setDifficulty(difficulty)
             self.ale.reset_game()
             ram = self.ale.getRAM()
-        self._state = self.game.read(ram, None)
-        raw = 0.0
-        if self.fire_on_reset:
-            ram, raw, _, _, ale_info = self._serve(ram, ale_info)
-        self._potential = self.game.potential(self._state)
-        return self._observe(self._state), self._info(self._state, raw, raw, ale_info)
+        return self._start_life(ram, ale_info)
 
     def step(self, action: int) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         lives, self._last_action = self.ale.lives(), action_id(self, action, self._num_actions)
@@ -212,6 +207,11 @@ class AtariLLMEnv(gym.Env):
         self._continue_game = False
         ram = self.ale.getRAM()
         ale_info = {"lives": self.ale.lives(), "episode_frame_number": self.ale.getEpisodeFrameNumber()}
+        return self._start_life(ram, ale_info)
+
+    def _start_life(self, ram: np.ndarray, ale_info: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """The first observation of a new game or of the next life: decode, serve (``fire_on_reset``), reset the
+        shaping potential."""
         self._state = self.game.read(ram, None)
         raw = 0.0
         if self.fire_on_reset:
