@@ -63,7 +63,7 @@ def load_training(
 ) -> tuple[Counters, LoopState, dict[str, Any]]:
     """Restore the optimizer and RNG in place; return the counters, the loop state and the stepper's state."""
     try:
-        data = torch.load(directory / TRAINING_FILE, weights_only=True)
+        data = torch.load(directory / TRAINING_FILE, map_location="cpu", weights_only=True)
         env_state = load_envs(directory)
     except (OSError, RuntimeError, pickle.UnpicklingError, KeyError) as exc:
         raise CheckpointError(f"cannot resume from {directory}: {exc}") from exc

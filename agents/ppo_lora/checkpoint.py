@@ -76,7 +76,7 @@ def load_checkpoint(
     """Restore everything in place (the adapter was loaded when ``ac`` was built from ``directory/adapter``)."""
     try:
         ac.load_value_head(directory)
-        data = torch.load(directory / TRAINING_FILE, weights_only=True)
+        data = torch.load(directory / TRAINING_FILE, map_location="cpu", weights_only=True)
         env_state = training.load_envs(directory)
     except (OSError, RuntimeError, pickle.UnpicklingError) as exc:
         raise CheckpointError(f"cannot resume from {directory}: {exc}") from exc

@@ -160,8 +160,10 @@ class ActorCritic:
         torch.save(self.value_head.state_dict(), directory / VALUE_HEAD_FILE)
 
     def load_value_head(self, directory: Path) -> None:
-        """The value head saved beside a checkpoint's adapter."""
-        self.value_head.load_state_dict(torch.load(directory / VALUE_HEAD_FILE, weights_only=True))
+        """The value head saved beside a checkpoint's adapter, onto this model's device (a checkpoint made on a GPU
+        warm-starts or resumes on a CPU, and the other way round)."""
+        device = next(self.value_head.parameters()).device
+        self.value_head.load_state_dict(torch.load(directory / VALUE_HEAD_FILE, map_location=device, weights_only=True))
 
 
 def _check_adapter_layers(adapter: Path, split_layer: int, num_layers: int) -> None:

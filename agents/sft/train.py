@@ -227,7 +227,7 @@ def _load_state(
 ) -> tuple[int, list[EvaluationRecord]]:  # fmt: skip
     try:
         ac.load_value_head(directory)
-        data = torch.load(directory / STATE_FILE, weights_only=True)
+        data = torch.load(directory / STATE_FILE, map_location="cpu", weights_only=True)
     except (OSError, RuntimeError) as exc:
         raise CheckpointError(f"cannot resume from {directory}: {exc}") from exc
     optimizer.load_state_dict(data["optimizer"])
