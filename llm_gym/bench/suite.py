@@ -26,6 +26,7 @@ A suite lives in ``benchmarks/suites/<name>.toml`` (or any path). Its shape::
     set = { seed = 0 }
     envs = ["breakout-*"]         # fnmatch patterns over env labels (default: every env)
     # checkpoint = "runs/<run>"   # ...or a trained checkpoint / run directory instead of agent + set
+    # trained_on = "1x H100"      # checkpoints: the training machine, where the run directory does not record it
 
 Episode ``i`` of a split plays seed ``split.seed + i`` and task id ``task_ids[i % len(task_ids)]``, so every entry
 meets the same games.
@@ -104,6 +105,9 @@ class SuiteEntry:
     """Splits this entry plays (empty: held-out only, plus ``train`` for checkpoints)."""
     num_envs: int | None = None
     """Envs in lockstep for this entry (None: the suite's)."""
+    trained_on: str | None = None
+    """Checkpoint entries: the machine the run trained on, shown in the training table where the run's own files
+    only say ``device = "auto"`` (None: what the run recorded)."""
 
     def plays(self, env: SuiteEnv) -> bool:
         return any(fnmatch.fnmatchcase(env.label, p) or fnmatch.fnmatchcase(env.env_id, p) for p in self.envs)
@@ -157,9 +161,10 @@ class Suite:
         return [s for s in wanted if s in self.splits]
 
     def select(self, entries: Sequence[str] = (), envs: Sequence[str] = ()) -> Suite:
-        """This suite cut down to the named entries and env labels (unknown names raise with suggestions)."""
-        chosen_entries = [self.entry(n) for n in entries] if entries else list(self.entries)
-        chosen_envs = [self.env(n) for n in envs] if envs else list(self.envs)
+        """This suite cut down to the named entries and env labels, each a name or an fnmatch pattern
+        (``breakout-fire-*``); unknown names, and patterns matching nothing, raise with suggestions."""
+        chosen_entries = _pick(entries, self.entries, self.entry) if entries else list(self.entries)
+        chosen_envs = _pick(envs, self.envs, self.env) if envs else list(self.envs)
         return Suite(self.name, self.path, self.description, self.splits, chosen_envs, chosen_entries, self.num_envs)
 
     def episodes_of(self, entry: SuiteEntry, env: SuiteEnv, split: str) -> list[EpisodeSpec]:
@@ -182,6 +187,24 @@ class Suite:
             for split in self.entry_splits(entry)
             for spec in self.episodes_of(entry, env, split)
         ]
+
+
+def _pick(wanted: Sequence[str], items: Sequence[Any], by_name: Any) -> list[Any]:
+    """Items named (or matched by a pattern) in ``wanted``, in the suite's order, each once."""
+    chosen: set[str] = set()
+    for name in wanted:
+        if any(c in name for c in "*?["):
+            matched = [i for i in items if fnmatch.fnmatchcase(_name(i), name)]
+            if not matched:
+                by_name(name)  # raises with the close matches
+            chosen.update(_name(i) for i in matched)
+        else:
+            chosen.add(_name(by_name(name)))
+    return [i for i in items if _name(i) in chosen]
+
+
+def _name(item: Any) -> str:
+    return item.label if isinstance(item, SuiteEnv) else item.name
 
 
 def suite_names(directory: Path = SUITES_DIR) -> list[str]:
@@ -207,7 +230,7 @@ def load_suite(name_or_path: str | Path, directory: Path = SUITES_DIR) -> Suite:
 
 _SUITE_KEYS = {"description", "include", "episodes", "max_steps", "num_envs", "splits", "envs", "entries"}
 _ENV_KEYS = {"label", "id", "args", "episodes", "max_steps", "task_ids", "split_task_ids", "game"}
-_ENTRY_KEYS = {"name", "agent", "set", "checkpoint", "envs", "splits", "num_envs"}
+_ENTRY_KEYS = {"name", "agent", "set", "checkpoint", "envs", "splits", "num_envs", "trained_on"}
 
 
 def parse_suite(data: Mapping[str, Any], path: Path) -> Suite:
@@ -253,6 +276,8 @@ def parse_suite(data: Mapping[str, Any], path: Path) -> Suite:
         name = str(_get(raw, "name", str, at))
         if ("agent" in raw) == ("checkpoint" in raw):
             raise ConfigError(f"{at} ({name}): give exactly one of agent or checkpoint")
+        if "trained_on" in raw and "checkpoint" not in raw:
+            raise ConfigError(f"{at} ({name}): trained_on describes a checkpoint's training; this entry has none")
         entry = SuiteEntry(
             name=name,
             agent=raw.get("agent"),
@@ -261,6 +286,7 @@ def parse_suite(data: Mapping[str, Any], path: Path) -> Suite:
             envs=tuple(raw.get("envs", ("*",))),
             splits=tuple(raw.get("splits", ())),
             num_envs=raw.get("num_envs"),
+            trained_on=raw.get("trained_on"),
         )
         for split in entry.splits:
             if split not in splits:

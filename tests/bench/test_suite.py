@@ -63,3 +63,26 @@ def test_bad_suite_files_are_one_line_errors(tmp_path: Path, tiny_suite: Path) -
     bad.write_text("episodes = [")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_suite(bad)
+
+
+def test_every_atari_env_has_a_fire_twin_and_every_entry_plays_both() -> None:
+    """Trained LM policies play the FIRE-on-reset game they learned; the raw rows stay beside them."""
+    suite = load_suite("standard")
+    atari = [env for env in suite.envs if env.env_id.startswith("LLM")]
+    raw = [env for env in atari if "-fire-" not in env.label]
+    assert {env.label.split("-")[0] for env in raw} == {"breakout", "pong"}
+    for env in raw:
+        twin = suite.env(env.label.replace("-", "-fire-", 1))
+        assert twin.env_id == env.env_id and twin.game == env.game and twin.max_steps == env.max_steps
+        assert dict(twin.args) == {**env.args, "fire_on_reset": True}  # whole games: no terminal_on_life_loss
+        assert "fire_on_reset" not in env.args
+        for entry in suite.entries:
+            assert entry.plays(env) == entry.plays(twin), (entry.name, env.label)
+    assert any(entry.checkpoint for entry in suite.entries if any(entry.plays(env) for env in atari))
+
+
+def test_trained_on_belongs_to_checkpoint_entries(tmp_path: Path, tiny_suite: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text(tiny_suite.read_text().replace('agent = "scripted"\n', 'agent = "scripted"\ntrained_on = "x"\n'))
+    with pytest.raises(ConfigError, match="trained_on describes a checkpoint"):
+        load_suite(bad)
