@@ -66,13 +66,16 @@ class BenchReport:
         return self.played / max(self.seconds, 1e-9)
 
 
-def resolve_entries(suite: Suite) -> tuple[dict[str, ResolvedEntry], dict[str, str]]:
+def resolve_entries(suite: Suite, store: EpisodeStore | None = None) -> tuple[dict[str, ResolvedEntry], dict[str, str]]:
     """Every entry of the suite checked and hashed (bad agents or settings raise before anything plays), and the
-    checkpoint entries whose checkpoint is not on this machine (skipped: their stored episodes stay)."""
+    checkpoint entries whose checkpoint is not on this machine (skipped: their stored episodes stay and render)."""
     resolved, skipped = {}, {}
     for entry in suite.entries:
         if entry.checkpoint is not None and not _checkpoint_exists(entry.checkpoint):
-            skipped[entry.name] = f"checkpoint {entry.checkpoint} is not here; none of its episodes played"
+            held = store.count_entry(entry.name, suite.name) if store is not None else 0
+            skipped[entry.name] = f"checkpoint {entry.checkpoint} is not here; nothing played for it" + (
+                f" (the store's {held} episodes of it stay in the leaderboard)" if held else ""
+            )
             continue
         resolved[entry.name] = resolve_entry(entry)
     return resolved, skipped
@@ -212,16 +215,21 @@ def run_suite(
     progress: bool = True,
 ) -> BenchReport:
     """Play every episode of ``suite`` that ``store`` does not hold, storing each as it finishes."""
-    resolved, skipped = resolve_entries(suite)
+    resolved, skipped = resolve_entries(suite, store)
     machine = machine_info()
     for identity in resolved.values():
+        training = None
+        if identity.checkpoint:
+            training = training_info(identity.checkpoint)
+            if identity.entry.trained_on:
+                training["device"] = identity.entry.trained_on
         store.add_entry(
             identity.name,
             identity.entry_hash,
             identity.agent_name,
             dataclasses.asdict(identity.config),
             str(identity.checkpoint) if identity.checkpoint else None,
-            training_info(identity.checkpoint) if identity.checkpoint else None,
+            training,
             machine,
         )
     envs = {env.label: env for env in suite.envs}
@@ -252,13 +260,28 @@ def run_suite(
 
 
 def machine_info() -> dict[str, Any]:
-    """Where the bench ran (shown beside timings in the leaderboard)."""
-    return {
+    """Where the bench ran (shown beside timings in the leaderboard); ``gpus`` names the NVIDIA GPUs the driver
+    lists (the LM entries use one when torch sees it), read from /proc so that no agent's torch is imported here."""
+    info: dict[str, Any] = {
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
         "cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "python": platform.python_version(),
     }
+    gpus = nvidia_gpus()
+    if gpus:
+        info["gpus"] = gpus
+    return info
+
+
+def nvidia_gpus(root: Path = Path("/proc/driver/nvidia/gpus")) -> list[str]:
+    """Model names of the NVIDIA GPUs the kernel driver lists (empty without the driver)."""
+    names = []
+    for information in sorted(root.glob("*/information")) if root.is_dir() else []:
+        for line in information.read_text(errors="replace").splitlines():
+            if line.startswith("Model:"):
+                names.append(line.split(":", 1)[1].strip())
+    return names
 
 
 class _progress:

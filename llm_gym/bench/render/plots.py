@@ -77,15 +77,21 @@ def family_plot(board: Leaderboard, family: str, path: Path) -> Path | None:
     return _save(fig, path)
 
 
-def curve_plot(entry: str, curve: list[list[float]], path: Path) -> Path | None:
-    """A training run's episodic return over env steps."""
+def curve_plot(
+    entry: str,
+    curve: list[list[float]],
+    path: Path,
+    metric: str | None = None,
+    x_label: str | None = None,
+) -> Path | None:
+    """A training run's learning curve (episodic return over env steps, unless the run says otherwise)."""
     if not curve:
         return None
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(5, 2.6))
     ax.plot([p[0] for p in curve], [p[1] for p in curve], color="#1f5fa8")
-    ax.set_xlabel("env steps")
-    ax.set_ylabel("episodic return")
+    ax.set_xlabel(x_label or "env steps")
+    ax.set_ylabel(metric or "episodic return")
     ax.set_title(entry, fontsize="medium")
     ax.grid(alpha=0.3)
     return _save(fig, path)

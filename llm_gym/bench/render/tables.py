@@ -171,15 +171,18 @@ def training_table(board: Leaderboard) -> Table | None:
         if not training:
             continue
         wall = training.get("wall_seconds")
+        gain = board.zero_shot_gain.get(entry)
         rows.append(
             [
                 entry,
                 str(training.get("agent")),
-                str(training.get("env_id")),
-                str(training.get("env_steps")),
+                str(training.get("env_id")) + _args_suffix(training.get("env_kwargs") or {}),
+                _budget(training),
                 "–" if wall is None else f"{wall / 60:.1f} min",
                 str(training.get("device")),
                 str(training.get("seed")),
+                str(training.get("curve_metric") or "–"),
+                "–" if gain is None else f"{gain:+.3f}",
                 str(training.get("run")),
             ]
         )
@@ -187,13 +190,37 @@ def training_table(board: Leaderboard) -> Table | None:
         return None
     return Table(
         "Training runs",
-        ["entry", "agent", "trained on", "env steps", "wall time", "device", "seed", "run"],
+        [
+            "entry",
+            "agent",
+            "trained on",
+            "budget",
+            "wall time",
+            "device",
+            "seed",
+            "learning curve",
+            "gain vs zero-shot",
+            "run",
+        ],  # fmt: skip
         rows,
         "training",
         "Checkpoint entries: how they were trained (from the run's summary and TensorBoard scalars, copied into the "
-        "store when benchmarked). The train − held-out gap and the gain over the same model zero-shot are in the "
-        "aggregate table.",
+        "store when benchmarked; the plots above are the learning curves). Gain vs zero-shot: mean human-normalised "
+        "(Atari) or normalised score minus that of the same base model zero-shot, over the held-out envs both played. "
+        "The train − held-out gap is in the aggregate table.",
     )
+
+
+def _budget(training: dict) -> str:
+    """Env steps for RL runs; demonstrations x epochs for runs that learned from demonstrations."""
+    if training.get("demo_decisions"):
+        epochs = training.get("epochs")
+        return f"{training['demo_decisions']} demo decisions" + (f" x {epochs} epochs" if epochs else "")
+    return f"{training.get('env_steps')} env steps"
+
+
+def _args_suffix(kwargs: dict) -> str:
+    return f" ({_args(kwargs)})" if kwargs else ""
 
 
 def trajectory_table(board: Leaderboard) -> Table | None:
