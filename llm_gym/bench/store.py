@@ -160,8 +160,13 @@ class EpisodeStore:
         training: Mapping[str, Any] | None,
         machine: Mapping[str, Any],
     ) -> None:
-        """Record what an entry is (config, checkpoint, how it was trained, where it was benchmarked)."""
+        """Record what an entry is (config, checkpoint, how it was trained, where it was benchmarked: every machine
+        that played episodes of it, see :func:`merge_machines`)."""
         with self.conn:
+            known = self.conn.execute(
+                "SELECT machine FROM entries WHERE entry=? AND entry_hash=?", (entry, entry_hash)
+            ).fetchone()
+            machines = merge_machines(json.loads(known[0]), dict(machine)) if known else dict(machine)
             self.conn.execute(
                 "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET machine=excluded.machine",
                 (
@@ -171,7 +176,7 @@ class EpisodeStore:
                     json.dumps(config, sort_keys=True, default=str),
                     checkpoint,
                     None if training is None else json.dumps(training, default=str),
-                    json.dumps(machine, sort_keys=True),
+                    json.dumps(machines, sort_keys=True),
                 ),
             )
 
@@ -213,6 +218,11 @@ class EpisodeStore:
     def count(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM episodes").fetchone()[0])
 
+    def count_entry(self, entry: str, suite: str) -> int:
+        """Stored episodes of one entry in one suite (any identity)."""
+        row = self.conn.execute("SELECT COUNT(*) FROM episodes WHERE entry=? AND suite=?", (entry, suite))
+        return int(row.fetchone()[0])
+
     def trajectory(self, episode_id: int) -> Any:
         """The recorded trajectory of an episode, or None when it was not recorded."""
         row = self.conn.execute("SELECT data FROM trajectories WHERE episode_id=?", (episode_id,)).fetchone()
@@ -222,11 +232,28 @@ class EpisodeStore:
         return [int(r[0]) for r in self.conn.execute("SELECT episode_id FROM trajectories ORDER BY episode_id")]
 
 
+def machines_of(machine: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The machines an ``entries.machine`` value names: one machine's description, or ``{"machines": [...]}``."""
+    if "machines" in machine:
+        return [dict(m) for m in machine["machines"]]
+    return [dict(machine)] if machine else []
+
+
+def merge_machines(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> dict[str, Any]:
+    """One ``entries.machine`` value naming every distinct machine of both (one machine stays a plain description,
+    as older stores hold it)."""
+    merged: list[dict[str, Any]] = []
+    for machine in [*machines_of(ours), *machines_of(theirs)]:
+        if machine not in merged:
+            merged.append(machine)
+    return merged[0] if len(merged) == 1 else {"machines": merged}
+
+
 def _open(path: Path) -> sqlite3.Connection:
     """Open (or create) the store, refusing any file that is not one of ours without writing to it."""
     fresh = not path.exists() or path.stat().st_size == 0
     if not fresh:
-        _check_existing(path)
+        check_existing(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, timeout=30, isolation_level=None)
     conn.isolation_level = "DEFERRED"
@@ -245,7 +272,7 @@ def _open(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def _check_existing(path: Path) -> None:
+def check_existing(path: Path) -> None:
     """Read-only checks of an existing file: SQLite, our application id, a schema version we know."""
     header = path.read_bytes()[:16] if path.is_file() else b""
     if not path.is_file() or not header.startswith(b"SQLite format 3\x00"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated
 
@@ -38,6 +39,14 @@ def bench(
     render_only: Annotated[
         bool, typer.Option("--render-only", help="Play nothing; render the leaderboard from the store.")
     ] = False,
+    merge: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--merge",
+            help="Copy the episodes another results file holds and this store lacks into it (repeatable); plays "
+            "nothing. Add --leaderboard to render the merged store.",
+        ),
+    ] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     as_json: JsonOption = False,
 ) -> None:
@@ -47,12 +56,18 @@ def bench(
     from llm_gym.bench.suite import load_suite
 
     chosen = load_suite(suite).select(entries or (), envs or ())
+    render_only = render_only or bool(merge)
     if (ray or ray_address) and not render_only:
         from llm_gym.bench.ray_runner import ray_module
 
         ray_module()  # the one-line install hint before anything runs
     store_path = db or out / "episodes.sqlite"
     with EpisodeStore(store_path) as store:
+        merged = []
+        if merge:
+            from llm_gym.bench.merge import merge_store
+
+            merged = [merge_store(store, other) for other in merge]
         report = None
         if not render_only:
             report = run_suite(
@@ -76,6 +91,8 @@ def bench(
         "stored_episodes": stored,
         "leaderboard": str(index) if index else None,
     }
+    if merged:
+        result["merged"] = [dataclasses.asdict(m) for m in merged]
     if report is not None:
         result |= {
             "planned": report.planned,
@@ -88,6 +105,11 @@ def bench(
     if as_json:
         print_json(result)
         return
+    for m in merged:
+        console.print(
+            f"merged {m.source}: {m.added} of its {m.episodes} episodes were new ({m.trajectories} trajectories, "
+            f"{m.entries} new entry records); store {store_path}"
+        )
     for name, reason in (report.skipped if report else {}).items():
         err_console.print(f"warning: entry {name!r} skipped: {reason}", markup=False)
     if report is not None:

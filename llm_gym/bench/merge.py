@@ -1,0 +1,94 @@
+"""Merging episode stores: benches run on several machines (a GPU box for the LM entries, a laptop for the rest)
+each fill their own SQLite file; ``llm-gym bench --merge OTHER.sqlite`` copies the episodes this store lacks.
+
+* Idempotent: episodes are matched by the store's unique key (entry, config hash, env label, env hash, seed, task
+  id); an episode this store already holds is kept as it is, so merging twice, or merging overlapping stores,
+  adds each episode once.
+* Atomic: the whole merge is one transaction; a kill leaves this store as it was before the merge.
+* The other file is checked like any store (not SQLite, another program's database, damaged, a newer schema: one
+  line, nothing written) and only ever opened read-only.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from llm_gym.bench.store import EpisodeStore, StoreError, check_existing, merge_machines
+
+
+@dataclass(frozen=True)
+class MergeReport:
+    """What one merge did."""
+
+    source: str
+    """The merged file."""
+    episodes: int
+    """Episodes the other file holds."""
+    added: int
+    """Of those, episodes this store did not hold (now added)."""
+    trajectories: int
+    """Trajectories added with them."""
+    entries: int
+    """Entry identities (config, checkpoint, training) this store did not know."""
+
+
+def merge_store(store: EpisodeStore, other: str | Path) -> MergeReport:
+    """Copy into ``store`` every episode (with its trajectory) and entry record of ``other`` it lacks."""
+    other = Path(other)
+    if not other.is_file():
+        raise StoreError(f"{other}: no such results file to merge")
+    if other.resolve() == store.path.resolve():
+        raise StoreError(f"{other} is the store itself; merge another file into it")
+    check_existing(other)
+    source = sqlite3.connect(f"file:{other}?mode=ro", uri=True)
+    try:
+        return _merge(store, source, str(other))
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{other}: cannot merge this results file: {exc}") from exc
+    finally:
+        source.close()
+
+
+def _merge(store: EpisodeStore, source: sqlite3.Connection, name: str) -> MergeReport:
+    cursor = source.execute("SELECT * FROM episodes ORDER BY id")
+    columns = [d[0] for d in cursor.description]
+    copied = [c for c in columns if c != "id"]
+    insert = (
+        f"INSERT INTO episodes ({', '.join(copied)}) VALUES ({', '.join('?' * len(copied))}) "
+        "ON CONFLICT DO NOTHING RETURNING id"
+    )
+    episodes = added = trajectories = entries = 0
+    with store.conn:  # one transaction: all of the other file's new episodes, or none
+        for values in cursor:
+            episodes += 1
+            row = dict(zip(columns, values, strict=True))
+            inserted = store.conn.execute(insert, [row[c] for c in copied]).fetchone()
+            if inserted is None:
+                continue
+            added += 1
+            blob = source.execute("SELECT data FROM trajectories WHERE episode_id=?", (row["id"],)).fetchone()
+            if blob is not None:
+                store.conn.execute("INSERT INTO trajectories VALUES (?, ?)", (inserted[0], blob[0]))
+                trajectories += 1
+        for entry, entry_hash, agent, config, checkpoint, training, machine in source.execute("SELECT * FROM entries"):
+            ours = store.conn.execute(
+                "SELECT training, machine FROM entries WHERE entry=? AND entry_hash=?", (entry, entry_hash)
+            ).fetchone()
+            if ours is None:
+                store.conn.execute(
+                    "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (entry, entry_hash, agent, config, checkpoint, training, machine),
+                )
+                entries += 1
+                continue
+            # Known identity: the same config and checkpoint. Keep our training record (fill it in if we had none)
+            # and list both machines, since its episodes now come from both.
+            machines = merge_machines(json.loads(ours[1]), json.loads(machine))
+            store.conn.execute(
+                "UPDATE entries SET training=COALESCE(training, ?), machine=? WHERE entry=? AND entry_hash=?",
+                (training, json.dumps(machines, sort_keys=True), entry, entry_hash),
+            )
+    return MergeReport(name, episodes, added, trajectories, entries)
