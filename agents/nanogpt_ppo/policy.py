@@ -15,6 +15,7 @@ from llm_gym.agents.nanogpt_ppo.config import NanoGPTPPOConfig
 from llm_gym.agents.nanogpt_ppo.envs import info_mask, text_length, with_grid
 from llm_gym.agents.nanogpt_ppo.model import MASKED_LOGIT, GPTShape, NanoGPTActorCritic
 from llm_gym.agents.nanogpt_ppo.tokenizer import QUERY, CharTokenizer
+from llm_gym.decisions import DecisionDetails
 from llm_gym.errors import CheckpointError
 
 SHAPE_FILE, WEIGHTS_FILE = "shape.json", "model.pt"
@@ -101,14 +102,21 @@ class NanoGPTPolicy:
         self.device = next(model.parameters()).device
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
 
-    @torch.inference_mode()
     def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
+        return self.act_with_details(observations, infos)[0]
+
+    @torch.inference_mode()
+    def act_with_details(
+        self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[int], list[DecisionDetails]]:
+        """The actions, and per decision the policy head's probability of each legal action (in
+        ``info["legal_actions"]`` order; a greedy policy takes the most likely) and the value head's estimate."""
         shape = self.model.shape
         tokens, query = self.tokenizer.encode_batch([str(o) for o in observations], shape.context)
         masks = np.stack([info_mask(info, shape.n_actions) for info in infos]) if infos else None
         was_training = self.model.training
         self.model.eval()
-        logits, _ = self.model(
+        logits, values = self.model(
             torch.from_numpy(tokens).to(self.device),
             torch.from_numpy(query).to(self.device),
             None if masks is None else torch.from_numpy(masks).to(self.device),
@@ -123,4 +131,9 @@ class NanoGPTPolicy:
             legal = (logits > MASKED_LOGIT).float()
             random_legal = torch.multinomial(legal, 1, generator=self.generator).squeeze(1)
             actions = torch.where(explore, random_legal, actions)
-        return [int(a) for a in actions.cpu()]
+        probs = torch.softmax(logits.float(), -1).cpu().numpy()
+        details = []
+        for row, info, value in zip(probs, infos or [{}] * len(probs), values.float().cpu().tolist(), strict=True):
+            legal_ids = [int(a) for a in info.get("legal_actions", range(shape.n_actions))]
+            details.append(DecisionDetails(probs=[float(row[a]) for a in legal_ids], value=float(value)))
+        return [int(a) for a in actions.cpu()], details

@@ -6,13 +6,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import torch
+
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
+from llm_gym.agents.ppo_lora.model import VALUE_HEAD_FILE
 from llm_gym.lm.policy import LMPolicy
 
 
 def checkpoint_policy(config: PPOLoRAConfig, env: EnvConfig, checkpoint: Path | None) -> LMPolicy:
-    """Greedy actions of a checkpoint's adapter merged into the base model (or of the base model without one)."""
+    """Greedy actions of a checkpoint's adapter merged into the base model (or of the base model without one).
+    With the checkpoint's value head, the policy reports a value estimate per score-mode decision
+    (``act_with_details``, shown in the bench's trajectory viewer)."""
     from llm_gym.agents.ppo_lora.checkpoint import adapter_dir
     from llm_gym.agents.ppo_lora.model import resolve_device
     from llm_gym.lm.backends.hf import HFBackend
@@ -20,14 +25,27 @@ def checkpoint_policy(config: PPOLoRAConfig, env: EnvConfig, checkpoint: Path | 
     from llm_gym.lm.runtime import configure_threads, quiet_peft
 
     configure_threads(config.threads)
-    model, tokenizer = load_causal_lm(config.model, dtype=config.dtype, device=resolve_device(config.device))
+    device = resolve_device(config.device)
+    model, tokenizer = load_causal_lm(config.model, dtype=config.dtype, device=device)
+    value_head = None
     if checkpoint is not None:
         from peft import PeftModel
 
         with quiet_peft():
             model = PeftModel.from_pretrained(model, str(adapter_dir(Path(checkpoint)))).merge_and_unload()
         model.eval()
-    backend = HFBackend.from_model(model, tokenizer, score_with_end=config.score_with_end)
+        value_head = load_value_head(Path(checkpoint), model.config.hidden_size, device)
+    backend = HFBackend.from_model(model, tokenizer, score_with_end=config.score_with_end, value_head=value_head)
     return LMPolicy(
         backend, env, mode=config.action_mode, greedy=True, max_new_tokens=config.max_new_tokens, seed=config.seed
     )
+
+
+def load_value_head(checkpoint: Path, hidden_size: int, device: str) -> torch.nn.Linear | None:
+    """The checkpoint's value head (float32, as training keeps it), or None where the checkpoint has none."""
+    path = checkpoint / VALUE_HEAD_FILE
+    if not path.is_file():
+        return None
+    head = torch.nn.Linear(hidden_size, 1)
+    head.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+    return head.to(device).eval()

@@ -88,13 +88,22 @@ class LMPolicy:
             for obs, info, (_, names) in zip(observations, infos, legal, strict=True)
         ]
         actions, answers, details = [], [], []
-        for loglik, (ids, names) in zip(self.backend.score(requests), legal, strict=True):
+        # A backend with a trained value head (a ppo_lora / sft checkpoint's) reports its value estimates too.
+        scores, values = (
+            self.backend.score_with_values(requests)
+            if getattr(self.backend, "value_head", None) is not None
+            else (self.backend.score(requests), None)
+        )
+        for k, (loglik, (ids, names)) in enumerate(zip(scores, legal, strict=True)):
             logp = loglik - np.logaddexp.reduce(loglik)
             probs = np.exp(logp) / np.exp(logp).sum()
             index = int(np.argmax(logp)) if self.greedy else int(self.rng.choice(len(ids), p=probs))
             actions.append(ids[index])
             answers.append(names[index])
-            details.append(DecisionDetails(probs=[float(p) for p in probs]))
+            detail = DecisionDetails(probs=[float(p) for p in probs])
+            if values is not None:
+                detail["value"] = values[k]
+            details.append(detail)
         self.last_answers = answers
         return actions, details
 

@@ -143,3 +143,62 @@ def test_the_trajectory_viewer_steps_in_chromium(chromium: str, smoke_board: Pat
     dom, _ = _run_chromium(chromium, tmp_path, f"{viewer}?episode={lm_episodes[0].stem}", "--dump-dom")
     probabilities = [float(p) for p in re.findall(r"<td>(0\.\d{4}|1\.0000)</td>", dom)]
     assert len(probabilities) >= 2 and sum(probabilities) == pytest.approx(1.0, abs=2e-3)
+
+
+VALUE_SUITE = """
+description = "a checkpoint with a value head"
+episodes = 1
+num_envs = 1
+
+[splits.heldout]
+seed = 100_000_000
+
+[[envs]]
+label = "ttt-random"
+id = "OpenSpiel-tic_tac_toe-v0"
+args = { opponent = "random" }
+game = "tic_tac_toe"
+
+[[entries]]
+name = "tiny-ppo"
+checkpoint = "RUN"
+splits = ["heldout"]
+"""
+
+
+@pytest.fixture(scope="module")
+def value_board(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny real ppo_lora checkpoint benchmarked with --record-trajectories: its steps carry value estimates."""
+    from llm_gym.agents.ppo_lora.testing import tiny_config, train
+    from llm_gym.lm.testing import make_tiny_model
+
+    tmp = tmp_path_factory.mktemp("value-board")
+    model = make_tiny_model(tmp / "model", layers=2, hidden=32)
+    config = tiny_config(model, total_steps=16, num_envs=2, num_steps=8, minibatch_size=16, lora_rank=4)
+    train(tmp / "run", "OpenSpiel-tic_tac_toe-v0", config)
+    suite = tmp / "values.toml"
+    suite.write_text(VALUE_SUITE.replace("RUN", str(tmp / "run")))
+    command = [str(Path(sys.executable).parent / "llm-gym"), "bench", "--suite", str(suite), "--leaderboard"]
+    done = subprocess.run(
+        [*command, "--out", str(tmp / "board"), "--record-trajectories", "--no-progress"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return tmp / "board"
+
+
+def test_the_viewer_shows_a_checkpoints_value_estimates_in_chromium(
+    chromium: str, value_board: Path, tmp_path: Path
+) -> None:
+    from llm_gym.bench.store import EpisodeStore
+
+    with EpisodeStore(value_board / "episodes.sqlite") as store:
+        (episode_id,) = store.trajectory_ids()
+        steps = store.trajectory(episode_id)["steps"]
+    assert steps and all(isinstance(step["value"], float) for step in steps)
+    viewer = (value_board / "trajectories" / "viewer.html").as_uri()
+    dom, console = _run_chromium(chromium, tmp_path, f"{viewer}?episode={episode_id}", "--dump-dom")
+    assert console == [], console
+    assert f"<li>value estimate: {steps[0]['value']:.3f}</li>" in dom

@@ -51,12 +51,25 @@ class HFBackend:
         lm, tokenizer = load_causal_lm(model, dtype=dtype, device=device or default_device())
         self._setup(lm, tokenizer, batch_size, score_with_end)
 
+    value_head: torch.nn.Module | None = None
+    """A trained value head over the final hidden state of a prompt's last token (a ppo_lora / sft checkpoint's),
+    or None; with one, :meth:`score_with_values` also returns each prompt's value estimate."""
+
     @classmethod
-    def from_model(cls, model: Any, tokenizer: Any, *, batch_size: int = 32, score_with_end: bool = True) -> HFBackend:
-        """Wrap an already loaded model (e.g. a trained one). Its weights must not change afterwards: the prefix
-        caches assume they do not."""
+    def from_model(
+        cls,
+        model: Any,
+        tokenizer: Any,
+        *,
+        batch_size: int = 32,
+        score_with_end: bool = True,
+        value_head: torch.nn.Module | None = None,
+    ) -> HFBackend:
+        """Wrap an already loaded model (e.g. a trained one), with its value head if it has one. Its weights must
+        not change afterwards: the prefix caches assume they do not."""
         backend = cls.__new__(cls)
         backend._setup(model, tokenizer, batch_size, score_with_end)
+        backend.value_head = value_head
         return backend
 
     def _setup(self, model: Any, tokenizer: Any, batch_size: int, score_with_end: bool) -> None:
@@ -105,7 +118,13 @@ class HFBackend:
         ]
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[np.ndarray]:
+        return self.score_with_values(requests)[0]
+
+    def score_with_values(self, requests: Sequence[ScoreRequest]) -> tuple[list[np.ndarray], list[float] | None]:
+        """The choices' log-likelihoods per request and, with a :attr:`value_head`, each prompt's value estimate
+        (from the same forward pass: the hidden state the choices are scored from)."""
         results: list[np.ndarray] = [np.empty(0)] * len(requests)
+        estimates: list[float] | None = [0.0] * len(requests) if self.value_head is not None else None
         for instructions, chunk in self._chunks(requests):
             builder, prefix = self.prompt_builder(instructions)
             prompts = builder.encode([requests[i].observation for i in chunk], [requests[i].turns for i in chunk])
@@ -119,12 +138,17 @@ class HFBackend:
             )
             with torch.inference_mode(), self._forward_inputs(prompts):
                 out = packed_forward(self.lm, batch, prefix)
+                if estimates is not None:
+                    head = self.value_head
+                    assert head is not None
+                    for i, value in zip(chunk, head(out.last_hidden.float()).squeeze(-1).tolist(), strict=True):
+                        estimates[i] = float(value)
             values = out.seq_logprobs.double().cpu().numpy()
             start = 0
             for i, row_choices in zip(chunk, choices, strict=True):
                 results[i] = values[start : start + len(row_choices)]
                 start += len(row_choices)
-        return results
+        return results, estimates
 
     def generate(
         self, requests: Sequence[GenerateRequest], *, max_new_tokens: int, temperature: float, seed: int | None = None
