@@ -56,8 +56,8 @@ def bench(
     from llm_gym.bench.suite import load_suite
 
     chosen = load_suite(suite).select(entries or (), envs or ())
-    render_only = render_only or bool(merge)
-    if (ray or ray_address) and not render_only:
+    play = not (render_only or merge)  # a merge only adds another store's episodes; it renders with --leaderboard
+    if (ray or ray_address) and play:
         from llm_gym.bench.ray_runner import ray_module
 
         ray_module()  # the one-line install hint before anything runs
@@ -69,7 +69,7 @@ def bench(
 
             merged = [merge_store(store, other) for other in merge]
         report = None
-        if not render_only:
+        if play:
             report = run_suite(
                 chosen,
                 store,

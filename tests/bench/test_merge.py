@@ -94,12 +94,15 @@ def test_the_cli_merges_then_renders_the_merged_store(tiny_suite: Path, tmp_path
     here, there, out = tmp_path / "here.sqlite", tmp_path / "there.sqlite", tmp_path / "board"
     _fill(here, tiny_suite, ["random"])
     _fill(there, tiny_suite, ["scripted"])
+    plain = _bench("--suite", str(tiny_suite), "--db", str(here), "--merge", str(there), "--out", str(out))
+    assert plain.exit_code == 0 and "merged" in plain.output
+    assert not out.exists()  # without --leaderboard a merge renders nothing
     result = _bench(
         "--suite", str(tiny_suite), "--db", str(here), "--merge", str(there), "--leaderboard", "--out", str(out),
         "--json",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
-    assert report["merged"][0]["added"] == 2 and report["stored_episodes"] == 7 and "played" not in report
+    assert report["merged"][0]["added"] == 0 and report["stored_episodes"] == 7 and "played" not in report
     page = (out / "leaderboard.md").read_text()
     assert "| scripted |" in page and "| random |" in page
