@@ -237,24 +237,28 @@ def _zero_shot_gain(
     cells: Mapping[tuple[str, str, str], Cell],
     envs: Mapping[str, EnvInfo],
 ) -> dict[str, float]:
-    """For each trained entry with a ``model``, the gain over the zero-shot ``lm`` entry of the same model."""
-    zero_shot = {
-        (info[e].get("config") or {}).get("model"): e
-        for e in entries
-        if info[e].get("agent") == "lm" and not info[e].get("checkpoint")
-    }
+    """For each trained entry with a ``model``, the mean gain in normalised score over the zero-shot ``lm`` entries
+    of the same model, env by env on the held-out envs both played (a suite may hold several zero-shot entries of
+    one model, e.g. score mode for games and generate mode for Trace: each env compares with the one that played
+    it)."""
+    zero_shot: dict[Any, list[str]] = defaultdict(list)
+    for e in entries:
+        if info[e].get("agent") == "lm" and not info[e].get("checkpoint"):
+            zero_shot[(info[e].get("config") or {}).get("model")].append(e)
     gains = {}
     for entry in entries:
         if not info[entry].get("checkpoint"):
             continue
-        base = zero_shot.get((info[entry].get("config") or {}).get("model"))
-        if base is None:
-            continue
-        diffs = [
-            cells[(entry, label, HELDOUT)].normalised.value - cells[(base, label, HELDOUT)].normalised.value
-            for label in envs
-            if (entry, label, HELDOUT) in cells and (base, label, HELDOUT) in cells
-        ]
+        bases = zero_shot.get((info[entry].get("config") or {}).get("model"), [])
+        diffs = []
+        for label in envs:
+            if (entry, label, HELDOUT) not in cells:
+                continue
+            base = next((b for b in bases if (b, label, HELDOUT) in cells), None)
+            if base is not None:
+                diffs.append(
+                    cells[(entry, label, HELDOUT)].normalised.value - cells[(base, label, HELDOUT)].normalised.value
+                )
         diffs = [d for d in diffs if d == d]
         if diffs:
             gains[entry] = sum(diffs) / len(diffs)

@@ -38,3 +38,25 @@ def test_only_the_newest_identity_of_an_entry_counts() -> None:
     cell = board.cells[("a", "ttt-mcts", "heldout")]
     assert cell.win_rate.n == 2 and cell.wins == 2
     assert board.aggregates[0].iqm.value == 1.0 and board.aggregates[0].games == 1
+
+
+def test_gain_over_zero_shot_compares_each_env_with_the_zero_shot_entry_that_played_it() -> None:
+    """Two zero-shot entries of one model (score mode on games, generate mode on Trace): a trained entry's gain on
+    a game compares with the score-mode one, whichever of them comes last in the store."""
+    rows, n = [], 0
+    for entry, label, score in (
+        ("zero-score", "ttt-mcts", 0.25),
+        ("trained", "ttt-mcts", 0.75),
+        ("zero-generate", "trace-1", 0.0),
+    ):
+        for seed in range(4):
+            n += 1
+            rows.append(replace(BASE, id=n, seed=seed, entry=entry, env_label=label, entry_hash=entry, score=score))
+    model = {"model": "smollm2-135m"}
+    info = {
+        ("zero-score", "zero-score"): {"agent": "lm", "config": model, "checkpoint": None},
+        ("zero-generate", "zero-generate"): {"agent": "lm", "config": model, "checkpoint": None},
+        ("trained", "trained"): {"agent": "sft", "config": model, "checkpoint": "runs/x"},
+    }
+    board = summarise("s", rows, info)
+    assert board.zero_shot_gain == {"trained": pytest.approx(0.5)}
