@@ -112,6 +112,9 @@ class Transition:
     """The last observation of each env whose episode was truncated this step (for bootstrapping its value)."""
     finished: list[Episode]
     """Episodes that ended this step (that the stepper was asked to play)."""
+    final_infos: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """The last info of each env in ``final_observations`` (its prompt may need more than the observation: the
+    episode's earlier turns with ``history=K``, a task's own rules)."""
 
 
 class EnvStepper:
@@ -187,6 +190,7 @@ class EnvStepper:
                 continue
             if truncated[i] and not terminated[i]:
                 result.final_observations[i] = observations[i]
+                result.final_infos[i] = infos[i]
             index = self.episode_index[i]
             if index is None:
                 continue
@@ -206,7 +210,8 @@ class EnvStepper:
     def state_dict(self) -> dict[str, Any]:
         """Where every env stands: snapshots (None where the envs take none), observations, infos, episode numbers,
         the sampler's state."""
-        infos = self.infos if can_pickle(self.infos) else [_policy_info(i) for i in self.infos]
+        # A copy of the list: a step replaces its entries, and a caller may hold a state across steps.
+        infos = list(self.infos) if can_pickle(self.infos) else [_policy_info(i) for i in self.infos]
         return {
             "snapshots": capture(self.envs),
             "observations": list(self.observations),

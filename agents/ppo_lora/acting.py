@@ -9,6 +9,14 @@ loop branches on the mode:
   (one sample per decision; the KL to the reference is exact, a sum over the actions);
 * :class:`GenerateMode`: a sampled answer (text; the env, or :class:`llm_gym.actions.TextActions`, parses it), one
   PPO sample per answer token, full-vocabulary entropy per token, the k3 estimate of the KL on the sampled tokens.
+
+With a rollout engine (``rollout_backend=vllm``, :mod:`llm_gym.agents.ppo_lora.engine`) the engine picks the action
+(:meth:`Strategy.from_engine`: it samples the answer, or scores the legal actions and one is drawn from its
+probabilities) and the training model's forward recomputes that action's log-probability, the value and the
+reference, so the PPO ratio is the training model's own; the engine's log-probability is kept beside it
+(``Decisions.engine_logprob``) to measure how far the two are apart.
+
+Prompts carry the episode's earlier turns where the env adds them (``history=K``, :mod:`llm_gym.envs.history`).
 """
 
 from __future__ import annotations
@@ -17,11 +25,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
 import torch
 
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
+from llm_gym.envs.history import TURNS_KEY
 from llm_gym.envs.protocol import legal_choices, step_instructions
+from llm_gym.lm.backends import GenerateRequest, LMBackend, ScoreRequest
 from llm_gym.lm.forward import PackedOutput
 from llm_gym.lm.generation import generate, stop_token_ids
 from llm_gym.lm.packing import PackedBatch
@@ -52,6 +63,8 @@ class Decisions:
     tensors when the KL term is off."""
     values: torch.Tensor
     """(rows,) value estimates."""
+    engine_logprob: torch.Tensor
+    """(rows,) log pi(action) as the rollout engine computed it when it picked the action (nan without one)."""
 
 
 @dataclass
@@ -88,6 +101,27 @@ Continuations = list[list[list[int]]]
 """Per row, the token sequences scored for it."""
 Choice = tuple[list[Any], torch.Tensor, torch.Tensor, list[torch.Tensor]]
 """(actions, chosen continuation per row, log pi(action) per row, per-row token log-probs)."""
+Turns = tuple[tuple[str, str], ...]
+
+
+@dataclass
+class Prompts:
+    """What each row's prompt is made of, for an engine that builds the same prompts itself."""
+
+    observations: list[Any]
+    rules: list[str]
+    turns: list[Turns]
+
+
+@dataclass
+class EnginePick:
+    """The rollout engine's decision for every row: what each row may do, the continuations the training model
+    recomputes, the chosen one (score mode; 0 in generate mode) and its log-probability under the engine."""
+
+    options: list[Any]
+    continuations: Continuations
+    choice: torch.Tensor
+    logprob: torch.Tensor
 
 
 class Strategy(Protocol):
@@ -102,8 +136,18 @@ class Strategy(Protocol):
         """(what each row may do, the token continuations to score for it)."""
         ...
 
-    def choose(self, out: PackedOutput, batch: PackedBatch, options: list[Any], how: Sampling) -> Choice:
-        """The decision of every row from the policy's forward."""
+    def from_engine(
+        self, engine: LMBackend, ac: ActorCritic, prompts: Prompts, infos: Sequence[Mapping[str, Any]], env_id: str,
+        how: Sampling,
+    ) -> EnginePick:  # fmt: skip
+        """The engine's decision for every row (``rollout_backend=vllm``)."""
+        ...
+
+    def choose(
+        self, out: PackedOutput, batch: PackedBatch, options: list[Any], how: Sampling, picked: torch.Tensor | None
+    ) -> Choice:
+        """The decision of every row from the policy's forward (``picked``: the continuation the engine chose,
+        whose log-probability the forward gives)."""
         ...
 
     def reference(self, out: PackedOutput, batch: PackedBatch, continuations: Continuations) -> list[torch.Tensor]:
@@ -138,10 +182,38 @@ class ScoreMode:
         legal = [legal_choices(info, env_id) for info in infos]
         return [ids for ids, _ in legal], [ac.choices(names) for _, names in legal]
 
-    def choose(self, out: PackedOutput, batch: PackedBatch, options: list[Any], how: Sampling) -> Choice:
+    def from_engine(
+        self, engine: LMBackend, ac: ActorCritic, prompts: Prompts, infos: Sequence[Mapping[str, Any]], env_id: str,
+        how: Sampling,
+    ) -> EnginePick:  # fmt: skip
+        legal = [legal_choices(info, env_id) for info in infos]
+        requests = [
+            ScoreRequest(rules, observation, tuple(names), turns)
+            for observation, rules, turns, (_, names) in zip(
+                prompts.observations, prompts.rules, prompts.turns, legal, strict=True
+            )
+        ]
+        choices, logprobs = [], []
+        for loglik in engine.score(requests):
+            logp = torch.from_numpy(loglik - np.logaddexp.reduce(loglik))
+            pick = logp.argmax() if how.greedy else torch.multinomial(logp.exp(), 1, generator=how.generator)[0]
+            choices.append(int(pick))
+            logprobs.append(float(logp[pick]))
+        options = [ids for ids, _ in legal]
+        continuations = [ac.choices(names) for _, names in legal]
+        return EnginePick(options, continuations, torch.tensor(choices), torch.tensor(logprobs))
+
+    def choose(
+        self, out: PackedOutput, batch: PackedBatch, options: list[Any], how: Sampling, picked: torch.Tensor | None
+    ) -> Choice:
         rows = len(options)
         logp = categorical_logprobs(out.seq_logprobs, batch.seq_row, rows).cpu()
-        sampled = logp.argmax(1) if how.greedy else torch.multinomial(logp.exp(), 1, generator=how.generator)
+        if picked is not None:
+            sampled = picked
+        elif how.greedy:
+            sampled = logp.argmax(1)
+        else:
+            sampled = torch.multinomial(logp.exp(), 1, generator=how.generator)
         choice = sampled.reshape(rows)
         actions = [options[i][int(choice[i])] for i in range(rows)]
         return actions, choice, logp.gather(1, choice[:, None]).squeeze(1), [torch.empty(0)] * rows
@@ -187,7 +259,28 @@ class GenerateMode:
         texts = [ac.tokenizer.decode(g.tokens, skip_special_tokens=True) for g in generations]
         return texts, [[g.tokens] for g in generations]
 
-    def choose(self, out: PackedOutput, batch: PackedBatch, options: list[Any], how: Sampling) -> Choice:
+    def from_engine(
+        self, engine: LMBackend, ac: ActorCritic, prompts: Prompts, infos: Sequence[Mapping[str, Any]], env_id: str,
+        how: Sampling,
+    ) -> EnginePick:  # fmt: skip
+        requests = [
+            GenerateRequest(rules, observation, turns)
+            for observation, rules, turns in zip(prompts.observations, prompts.rules, prompts.turns, strict=True)
+        ]
+        # One seed per batch from the run's generator (the engine seeds request i with seed + i): a resumed run
+        # asks for the same samples.
+        seed = int(torch.randint(2**31 - 1, (1,), generator=how.generator))
+        completions = engine.generate(
+            requests, max_new_tokens=ac.config.max_new_tokens, temperature=0.0 if how.greedy else 1.0, seed=seed
+        )
+        rows = len(completions)
+        continuations = [[list(c.token_ids)] for c in completions]
+        logprob = torch.tensor([c.logprob for c in completions], dtype=torch.float64)
+        return EnginePick([c.text for c in completions], continuations, torch.zeros(rows, dtype=torch.long), logprob)
+
+    def choose(
+        self, out: PackedOutput, batch: PackedBatch, options: list[Any], how: Sampling, picked: torch.Tensor | None
+    ) -> Choice:
         rows = len(options)
         token_logprobs = _per_row(out.token_logprobs, batch.seq_row[batch.target_seq], rows)
         logprob = torch.stack([t.sum() for t in token_logprobs])
@@ -231,17 +324,25 @@ def act(
     greedy: bool = False,
     with_reference: bool = False,
     keep_hidden: bool = True,
+    engine: LMBackend | None = None,
 ) -> Decisions:
     """Decide for every row at once: frozen layers once, trainable layers for the policy and the value, and
-    (``with_reference``) once more with the adapter disabled."""
-    prompts = ac.encode(list(observations), rules_of(ac, infos))
+    (``with_reference``) once more with the adapter disabled. With an ``engine`` (serving the current adapter),
+    the engine picks the actions and the forward recomputes their log-probabilities."""
+    parts = Prompts(list(observations), rules_of(ac, infos), turns_of(infos))
+    prompts = ac.encode(parts.observations, parts.rules, parts.turns)
     how = Sampling(greedy, generator)
-    options, continuations = strategy.candidates(ac, prompts, infos, env_id, how)
+    rows = len(prompts)
+    picked, engine_logprob = None, torch.full((rows,), float("nan"))
+    if engine is None:
+        options, continuations = strategy.candidates(ac, prompts, infos, env_id, how)
+    else:
+        pick = strategy.from_engine(engine, ac, parts, infos, env_id, how)
+        options, continuations, picked, engine_logprob = pick.options, pick.continuations, pick.choice, pick.logprob
     batch = ac.pack([p.ids for p in prompts], [p.uses_prefix for p in prompts], continuations)
     hidden = ac.bottom(batch)
     out, values = ac.top(hidden, batch, "rollout")
-    actions, choice, logprob, token_logprobs = strategy.choose(out, batch, options, how)
-    rows = len(prompts)
+    actions, choice, logprob, token_logprobs = strategy.choose(out, batch, options, how, picked)
     reference = [torch.empty(0)] * rows
     if with_reference:
         reference = strategy.reference(ac.top(hidden, batch, "reference")[0], batch, continuations)
@@ -257,12 +358,18 @@ def act(
         token_logprobs=token_logprobs,
         reference=reference,
         values=values.cpu(),
+        engine_logprob=engine_logprob.float(),
     )
 
 
 def rules_of(ac: ActorCritic, infos: Sequence[Mapping[str, Any]]) -> list[str]:
     """Each row's system prompt: its task's rules where the env gives them per task (a curriculum across games)."""
     return [step_instructions(info, ac.builder.instructions) for info in infos]
+
+
+def turns_of(infos: Sequence[Mapping[str, Any]]) -> list[Turns]:
+    """Each row's earlier turns of its episode, where the env keeps them (``history=K``); none otherwise."""
+    return [tuple(info.get(TURNS_KEY, ())) for info in infos]
 
 
 class LivePolicy:

@@ -32,6 +32,15 @@ class PPOLoRAConfig(LocalLMConfig):
     score_with_end: bool = True
     """score mode: score each action name followed by the chat template's end-of-answer token, so a name that is a
     prefix of another ("1" vs "10") gets the probability of being the whole answer."""
+    rollout_backend: Literal["hf", "vllm"] = "hf"
+    """Who picks the rollout's actions: hf (the training model itself) or vllm (a vLLM engine serving the adapter
+    of the latest update; the training model still recomputes every log-prob the update uses). vllm pays off in
+    generate mode; in score mode the training model's forward already scores every action (docs/ppo_lora.md)."""
+    rollout_kv_cache_gib: float = 1.0
+    """rollout_backend=vllm: the engine's KV cache in GiB (on a CPU it comes out of RAM)."""
+    rollout_memory_share: float = 0.25
+    """rollout_backend=vllm: the share of the GPU's memory (on a CPU: of RAM) the engine may take; the training
+    model needs the rest."""
 
     # -- LoRA and the value head -------------------------------------------------------------------------------
     init_adapter: str = ""
@@ -122,6 +131,8 @@ class PPOLoRAConfig(LocalLMConfig):
         for name in (*positive, "max_new_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0 < self.rollout_memory_share < 1 or self.rollout_kv_cache_gib <= 0:
+            raise ValueError("rollout_memory_share must be in (0, 1) and rollout_kv_cache_gib > 0")
         if self.trainable_layers < 0:
             raise ValueError(f"trainable_layers must be >= 0, got {self.trainable_layers}")
 

@@ -20,7 +20,7 @@ from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.lm.forward import PackedOutput, PrefixCache, compute_prefix
 from llm_gym.lm.models import load_causal_lm, resolve_model
 from llm_gym.lm.packing import PackedBatch, pack
-from llm_gym.lm.prompts import EncodedPrompt, PromptBuilder
+from llm_gym.lm.prompts import EncodedPrompt, PromptBuilder, Turns
 from llm_gym.lm.runtime import default_device, quiet_peft
 from llm_gym.lm.split import SplitLM, TopPrefix
 
@@ -110,9 +110,16 @@ class ActorCritic:
 
     # -- forward -----------------------------------------------------------------------------------------------
 
-    def encode(self, observations: Sequence[Any], instructions: Sequence[str] | None = None) -> list[EncodedPrompt]:
-        """Prompt ids of each observation, with its task's rules (``instructions``, per row) where given."""
-        return self.builder.encode(observations, instructions=instructions)
+    def encode(
+        self,
+        observations: Sequence[Any],
+        instructions: Sequence[str] | None = None,
+        turns: Sequence[Turns] | None = None,
+    ) -> list[EncodedPrompt]:
+        """Prompt ids of each observation, with its task's rules (``instructions``, per row) and the episode's
+        earlier ``turns`` (``history=K``) where given. A prompt with turns still starts with the system prompt, so
+        the cached prefix serves it."""
+        return self.builder.encode(observations, turns, instructions)
 
     def choices(self, names: Sequence[str]) -> list[list[int]]:
         """Token ids of each action name as a whole answer (score mode)."""

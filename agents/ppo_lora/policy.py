@@ -1,10 +1,15 @@
 """Playing a ``ppo_lora`` checkpoint: the adapter merged into the base weights, acting through the LM runtime's
 :class:`~llm_gym.lm.policy.LMPolicy`, so playing costs no more than the base model. (The live adapter acts during
-training through :mod:`llm_gym.agents.ppo_lora.acting`.)"""
+training through :mod:`llm_gym.agents.ppo_lora.acting`.)
+
+A run trained with ``--env-arg history=K`` acted on the episode's last K turns; its checkpoint plays the same way
+(the policy asks ``play`` for envs with ``history=K`` through ``LMPolicy.env_kwargs``) unless the env given says
+otherwise."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -36,9 +41,11 @@ def checkpoint_policy(config: PPOLoRAConfig, env: EnvConfig, checkpoint: Path | 
         model.eval()
         value_head = load_value_head(Path(checkpoint), model.config.hidden_size, device)
     backend = HFBackend.from_model(model, tokenizer, score_with_end=config.score_with_end, value_head=value_head)
+    history = int(env.kwargs.get("history", 0) or trained_env_kwargs(checkpoint).get("history", 0) or 0)
     return LMPolicy(
-        backend, env, mode=config.action_mode, greedy=True, max_new_tokens=config.max_new_tokens, seed=config.seed
-    )
+        backend, env, mode=config.action_mode, greedy=True, max_new_tokens=config.max_new_tokens, seed=config.seed,
+        history=history,
+    )  # fmt: skip
 
 
 def load_value_head(checkpoint: Path, hidden_size: int, device: str) -> torch.nn.Linear | None:
@@ -49,3 +56,17 @@ def load_value_head(checkpoint: Path, hidden_size: int, device: str) -> torch.nn
     head = torch.nn.Linear(hidden_size, 1)
     head.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
     return head.to(device).eval()
+
+
+def trained_env_kwargs(checkpoint: Path | None) -> dict[str, Any]:
+    """The env arguments the checkpoint's run trained with (none for a checkpoint outside a run directory)."""
+    from llm_gym.errors import LLMGymError
+    from llm_gym.runs import Run
+
+    if checkpoint is None:
+        return {}
+    try:
+        run, _ = Run.resolve_checkpoint(checkpoint, required=False)
+        return dict(run.read_config().get("env_kwargs") or {})
+    except LLMGymError:
+        return {}

@@ -11,9 +11,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from llm_gym.agents.ppo_lora.acting import Decisions, Strategy, act, rules_of
+from llm_gym.agents.ppo_lora.acting import Decisions, Strategy, Turns, act, rules_of, turns_of
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
+from llm_gym.lm.backends import LMBackend
 from llm_gym.stepping import EnvStepper, Episode
 
 
@@ -42,10 +43,10 @@ class Rollout:
         }
 
 
-def values_of(ac: ActorCritic, observations: list[Any], rules: list[str]) -> torch.Tensor:
-    """V(s) for observations only (bootstrapping): the prompt (with each row's ``rules``) and a one-token
-    continuation the value ignores."""
-    prompts = ac.encode(observations, rules)
+def values_of(ac: ActorCritic, observations: list[Any], rules: list[str], turns: list[Turns]) -> torch.Tensor:
+    """V(s) for observations only (bootstrapping): the prompt (with each row's ``rules`` and earlier ``turns``)
+    and a one-token continuation the value ignores."""
+    prompts = ac.encode(observations, rules, turns)
     end = ac.builder.answer_end_ids or [ac.pad_id]
     batch = ac.pack([p.ids for p in prompts], [p.uses_prefix for p in prompts], [[end]] * len(prompts))
     return ac.top(ac.bottom(batch), batch, "rollout")[1].cpu()
@@ -60,8 +61,10 @@ def collect(
     generator: torch.Generator,
     next_done: torch.Tensor,
     with_reference: bool,
+    engine: LMBackend | None = None,
 ) -> Rollout:
-    """Step every env ``config.num_steps`` times with the current policy."""
+    """Step every env ``config.num_steps`` times with the current policy (``engine``: a rollout engine serving the
+    current adapter picks the actions; the training model recomputes their log-probs)."""
     cache_common_rules(ac, stepper.infos)
     rollout = Rollout()
     for _ in range(config.num_steps):
@@ -73,6 +76,7 @@ def collect(
             env_id,
             generator=generator,
             with_reference=with_reference,
+            engine=engine,
         )
         rules = rules_of(ac, stepper.infos)  # the episodes in play (a finished one's env is reset in the step)
         result = stepper.step(decisions.actions)
@@ -80,7 +84,10 @@ def collect(
         if result.final_observations:
             index = sorted(result.final_observations)
             truncated_values[index] = values_of(
-                ac, [result.final_observations[i] for i in index], [rules[i] for i in index]
+                ac,
+                [result.final_observations[i] for i in index],
+                [rules[i] for i in index],
+                turns_of([result.final_infos[i] for i in index]),
             )
         rollout.decisions.append(decisions)
         rollout.rewards.append(torch.as_tensor(result.rewards * config.reward_scale, dtype=torch.float32))
@@ -90,7 +97,7 @@ def collect(
         rollout.invalid += int(result.invalid.sum())
         rollout.raw_reward += float(result.raw_rewards.sum())
         next_done = torch.as_tensor(result.terminated | result.truncated, dtype=torch.float32)
-    rollout.last_value = values_of(ac, list(stepper.observations), rules_of(ac, stepper.infos))
+    rollout.last_value = values_of(ac, list(stepper.observations), rules_of(ac, stepper.infos), turns_of(stepper.infos))
     rollout.last_done = next_done
     return rollout
 
@@ -103,6 +110,16 @@ def cache_common_rules(ac: ActorCritic, infos: list[dict[str, Any]]) -> None:
     rules, count = counts.most_common(1)[0]
     if rules != ac.builder.instructions and 2 * count > len(infos):
         ac.use_instructions(rules)
+
+
+def engine_gap(rollout: Rollout) -> dict[str, float]:
+    """How far the rollout engine's log-probability of each action it picked is from the training model's
+    (``rollout_backend=vllm``): the largest and the mean absolute gap in nats; nothing without an engine."""
+    engine = torch.cat([d.engine_logprob for d in rollout.decisions])
+    if torch.isnan(engine).all():
+        return {}
+    gap = (engine - torch.cat([d.logprob for d in rollout.decisions]).float()).abs()
+    return {"charts/engine_logprob_gap_max": float(gap.max()), "charts/engine_logprob_gap_mean": float(gap.mean())}
 
 
 def rollout_arrays(rollout: Rollout) -> dict[str, np.ndarray]:

@@ -27,10 +27,12 @@ def tiny_config(model: str | Path | None = None, **overrides: Any) -> PPOLoRACon
     return PPOLoRAConfig(**tiny_settings(model, **overrides))
 
 
-def train(run_dir: Path, env_id: str, config: PPOLoRAConfig) -> tuple[dict, Run]:
-    """Train ``config`` on ``env_id`` into a new run at ``run_dir``; returns the summary and the (closed) run."""
-    run = Run.create(env_id, "ppo_lora", to_dict(config), path=run_dir)
+def train(run_dir: Path, env: str | EnvConfig, config: PPOLoRAConfig) -> tuple[dict, Run]:
+    """Train ``config`` on ``env`` (an id, or an id with env arguments) into a new run at ``run_dir``, as
+    ``llm-gym train`` does; returns the summary and the (closed) run."""
+    env = env if isinstance(env, EnvConfig) else EnvConfig(env)
+    run = Run.create(env.env_id, "ppo_lora", to_dict(config), path=run_dir, env_kwargs=env.kwargs)
     try:
-        return PPOLoRAAgent(config).train(EnvConfig(env_id), run), run
+        return PPOLoRAAgent(config).train(env, run), run
     finally:
         run.close()

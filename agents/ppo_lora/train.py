@@ -1,13 +1,15 @@
 """The ``ppo_lora`` training loop, top to bottom: set up (or resume), then rollout -> GAE -> PPO update -> log ->
 evaluate -> checkpoint until ``total_steps`` env steps. A callback returning False stops the run after a checkpoint,
 so ``--resume`` picks it up exactly. Decisions, in the rollout and in the greedy evaluation, all go through
-:func:`llm_gym.agents.ppo_lora.acting.act`; counters, callbacks and checkpoints through :mod:`llm_gym.training`."""
+:func:`llm_gym.agents.ppo_lora.acting.act`; counters, callbacks and checkpoints through :mod:`llm_gym.training`.
+With ``rollout_backend=vllm`` a vLLM engine picks the rollout's actions and gets the adapter after every update
+(:mod:`llm_gym.agents.ppo_lora.engine`)."""
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +21,9 @@ from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.acting import LivePolicy, Strategy, strategy_for
 from llm_gym.agents.ppo_lora.checkpoint import Counters, init_checkpoint, load_checkpoint, save_checkpoint
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
+from llm_gym.agents.ppo_lora.engine import EngineStoppedError, RolloutEngine, require_vllm
 from llm_gym.agents.ppo_lora.model import ADAPTER_DIR, VALUE_HEAD_FILE, ActorCritic
-from llm_gym.agents.ppo_lora.rollout import collect, rollout_arrays
+from llm_gym.agents.ppo_lora.rollout import Rollout, collect, engine_gap, rollout_arrays
 from llm_gym.agents.ppo_lora.update import ppo_update
 from llm_gym.callbacks import Callback
 from llm_gym.envs.protocol import EnvTraits
@@ -110,10 +113,14 @@ def evaluate_both(
 
 def train(
     config: PPOLoRAConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callback], agent: str,
-    sampler: TaskSampler | None = None,
+    sampler: TaskSampler | None = None, rollout_engine: RolloutEngine | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """Train and return the summary; ``sampler`` picks each training episode's reset options (a curriculum)."""
+    """Train and return the summary; ``sampler`` picks each training episode's reset options (a curriculum).
+    With ``rollout_backend=vllm`` the run starts its own engine unless given one (``rollout_engine``, which it
+    then leaves open: a test session shares one)."""
     # -- setup -------------------------------------------------------------------------------------------------
+    if config.rollout_backend == "vllm" and rollout_engine is None:
+        require_vllm()  # one line now, not after the model has loaded
     env = training.training_env(env)  # Atari: FIRE on reset, a life loss ends the episode (docs/atari.md)
     configure_threads(config.threads)
     torch.manual_seed(config.seed)
@@ -138,14 +145,22 @@ def train(
     else:
         counters, next_done = Counters(kl_coef=config.kl_coef), torch.zeros(config.num_envs)
         stepper.reset()
+    engine = rollout_engine
+    if config.rollout_backend == "vllm":
+        engine = engine or RolloutEngine.start(config)
+        engine.sync(ac)  # the adapter the run starts from (fresh, warm-started or resumed)
     training.training_started(callbacks, env.env_id, config, counters)
     if not resume and config.eval_episodes > 0:  # the untrained adapter, for the curve's first point
         training.record_evaluation(
             run, counters, *evaluate_both(ac, strategy, env, config, run, counters, traits.renders_frames, sampler)
         )
 
-    def save(directory: Path) -> None:
-        save_checkpoint(directory, ac, optimizer, scheduler, generator, counters, next_done, stepper.state_dict())
+    def save(directory: Path, envs: dict[str, Any] | None = None) -> None:
+        envs = envs if envs is not None else stepper.state_dict()
+        save_checkpoint(directory, ac, optimizer, scheduler, generator, counters, next_done, envs)
+
+    def checkpoint_before_rollout(envs: dict[str, Any]) -> Path:
+        return training.checkpointed(run, callbacks, counters, config.keep_checkpoints, lambda d: save(d, envs))
 
     progress = training.progress_bar(config.progress)
     clock = training.Clock(counters)
@@ -158,7 +173,10 @@ def train(
         while counters.global_step < config.total_steps and not stopped:
             started = time.perf_counter()
             # -- rollout: one batched LM call per step for all envs ------------------------------------------
-            rollout = collect(ac, strategy, stepper, config, env.env_id, generator, next_done, with_reference)
+            rollout = _collect(
+                ac, strategy, stepper, config, env, generator, next_done, with_reference, engine,
+                checkpoint_before_rollout,
+            )  # fmt: skip
             next_done = rollout.last_done
             collect_seconds = time.perf_counter() - started
             # -- advantages --------------------------------------------------------------------------------
@@ -178,6 +196,8 @@ def train(
                 ac, strategy, optimizer, rollout, advantages, returns, config, generator, counters.kl_coef
             )
             scheduler.step()
+            if engine is not None:  # the next rollout's actions come from this update's adapter, never an older one
+                engine.sync(ac)
             if config.kl_target > 0:  # Ziegler et al. 2019: proportional control of the KL coefficient
                 error = float(np.clip(metrics["kl_ref"] / config.kl_target - 1.0, -0.2, 0.2))
                 counters.kl_coef *= 1.0 + error * config.rollout_size / config.kl_horizon
@@ -200,6 +220,7 @@ def train(
                     "charts/decisions_per_second": config.rollout_size / collect_seconds,
                     "charts/sps": config.rollout_size / seconds,
                     "charts/episodes": counters.episodes,
+                    **engine_gap(rollout),
                 }
             )
             if len(episodes["returns"]):
@@ -237,6 +258,8 @@ def train(
             if last or training.crossed(step_before, counters.global_step, config.checkpoint_every):
                 training.checkpointed(run, callbacks, counters, config.keep_checkpoints, save)
     stepper.close()
+    if engine is not None and rollout_engine is None:
+        engine.close()
 
     # -- summary -----------------------------------------------------------------------------------------------
     summary = training.base_summary(agent, env.env_id, counters, run)
@@ -257,6 +280,29 @@ def train(
     if config.progress:
         _print_summary(summary)
     return training.finished(run, callbacks, counters, summary)
+
+
+def _collect(
+    ac: ActorCritic, strategy: Strategy, stepper: EnvStepper, config: PPOLoRAConfig, env: EnvConfig,
+    generator: torch.Generator, next_done: torch.Tensor, with_reference: bool, engine: RolloutEngine | None,
+    checkpoint: Callable[[dict[str, Any]], Path],
+) -> Rollout:  # fmt: skip
+    """One rollout. Through an engine, where the envs and the RNGs stood before it is kept, so that an engine that
+    dies mid-rollout leaves a checkpoint of exactly that point (the update boundary) and one line to resume."""
+    if engine is None:
+        return collect(ac, strategy, stepper, config, env.env_id, generator, next_done, with_reference)
+    before = stepper.state_dict(), generator.get_state(), torch.get_rng_state()
+    try:
+        return collect(ac, strategy, stepper, config, env.env_id, generator, next_done, with_reference, engine)
+    except EngineStoppedError as exc:
+        envs, generator_state, torch_state = before
+        generator.set_state(generator_state)
+        torch.set_rng_state(torch_state)
+        path = checkpoint(envs)
+        raise EngineStoppedError(
+            f"{exc}. The rollout in progress was dropped; checkpoint {path} holds the run as it stood before it: "
+            f"continue with llm-gym train --resume {path.parent.parent}"
+        ) from exc
 
 
 def _recent_mean(history: list[tuple], column: int, last: int = 5) -> float | None:

@@ -9,6 +9,9 @@ The history lives in the env, not in the policy: the env knows where its episode
 (the evaluation's slots, a vector env's autoreset). ``llm_gym.envs.catalog.make(env_id, history=K)`` applies it,
 so ``--env-arg history=K`` and the LM agents' ``history`` setting work with every env id. The move is the action's
 name as the env lists it (``info["action_names"]``), or the text itself on envs whose action is text.
+
+The turns are part of where an episode stands, so the wrapper is :class:`~llm_gym.snapshots.Stateful`: a resumed
+run's next prompt shows the same turns as the uninterrupted run's would.
 """
 
 from __future__ import annotations
@@ -32,8 +35,10 @@ class TurnHistory(gym.Wrapper):
         super().__init__(env)
         self.turns = turns
         self._past: deque[tuple[str, str]] = deque(maxlen=turns)
-        self._observation: Any = None
+        self._observation = ""
+        """The current observation's text (its turn is added when the next step is taken)."""
         self._info: Mapping[str, Any] = {}
+        """What naming the next action needs of the current info (the legal actions and their names)."""
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
@@ -41,14 +46,22 @@ class TurnHistory(gym.Wrapper):
         return observation, self._remember(observation, info)
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
-        from llm_gym.lm.prompts import observation_text
-
-        self._past.append((observation_text(self._observation), action_text(action, self._info)))
+        self._past.append((self._observation, action_text(action, self._info)))
         observation, reward, terminated, truncated, info = self.env.step(action)
         return observation, reward, terminated, truncated, self._remember(observation, info)
 
+    def state_dict(self) -> dict[str, Any]:
+        return {"past": list(self._past), "observation": self._observation, "info": dict(self._info)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._past = deque((tuple(turn) for turn in state["past"]), maxlen=self.turns)
+        self._observation, self._info = state["observation"], dict(state["info"])
+
     def _remember(self, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
-        self._observation, self._info = observation, info
+        from llm_gym.lm.prompts import observation_text
+
+        self._observation = observation_text(observation)
+        self._info = {key: info[key] for key in ("legal_actions", "action_names") if key in info}
         info = dict(info)
         info[TURNS_KEY] = tuple(self._past)
         return info

@@ -54,6 +54,9 @@ class Completion:
     num_tokens: int
     stopped: bool
     """True when the model ended the answer itself (False: cut at ``max_new_tokens``)."""
+    token_ids: tuple[int, ...] = ()
+    """The sampled token ids, the stop token included when one was sampled (empty where the backend does not
+    report them: ``openai``). A trainer recomputes the answer's log-probs from them exactly."""
 
 
 @runtime_checkable

@@ -172,7 +172,7 @@ class HFBackend:
                 )
             for i, gen in zip(chunk, generations, strict=True):
                 text = self.tokenizer.decode(gen.tokens, skip_special_tokens=True)
-                results[i] = Completion(text, float(sum(gen.logprobs)), len(gen.tokens), gen.stopped)
+                results[i] = Completion(text, float(sum(gen.logprobs)), len(gen.tokens), gen.stopped, tuple(gen.tokens))
         return [r for r in results if r is not None]
 
     def close(self) -> None:

