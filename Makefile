@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 VLLM_VENV ?= .venv-vllm
 VLLM_BIN := $(VLLM_VENV)/bin
 VLLM_STAMP := $(VLLM_VENV)/.llm-gym-installed
-VLLM_TESTS ?= tests/lm
+VLLM_TESTS ?= tests/lm tests/agents/test_ppo_lora_vllm.py
 
 .PHONY: install install-vllm demo test test-vllm test-all bench leaderboard lint clean
 

@@ -85,7 +85,8 @@ class LMAgent(BaselineAgent):
             temperature=config.temperature,
             max_new_tokens=config.max_new_tokens,
             seed=config.seed,
-            history=config.history,
+            # --env-arg history=K alone works too: the envs carry the turns, so the prompts show them.
+            history=config.history or int(env.kwargs.get("history", 0) or 0),
         )
 
     def train(self, env: EnvConfig, run: Any, callbacks: Any = ()) -> dict[str, Any]:

@@ -116,7 +116,11 @@ def main() -> None:
 
         from llm_gym.lm.backends import make_backend
 
-        engine = make_backend("vllm", args.model, dtype=str(model.dtype).removeprefix("torch."))
+        # On a GPU the hf model already holds memory there: vLLM's default share (0.9) would not be free.
+        share = 0.5 if device.startswith("cuda") else None
+        engine = make_backend(
+            "vllm", args.model, dtype=str(model.dtype).removeprefix("torch."), gpu_memory_utilization=share
+        )
         engine.score(requests[:8])  # warm-up (the system prompt's blocks into the prefix cache)
         axis_rounds: list[dict] = []
 

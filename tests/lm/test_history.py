@@ -102,3 +102,13 @@ def test_prompt_builder_without_chat_template_renders_turns(tiny_model_dir: Path
     tokenizer.chat_template = None
     text = PromptBuilder(tokenizer, "Rules.").text("now", (("before", "LEFT"),))
     assert text == "Rules.\n\nbefore\n\nAnswer: LEFT\n\nnow\n\nAnswer: "
+
+
+def test_the_lm_agent_takes_history_from_the_env_args(tiny_model_dir: Path) -> None:
+    """``--env-arg history=K`` alone: the envs carry the turns, and the zero-shot agent's prompts show them."""
+    from llm_gym.agent import EnvConfig
+    from llm_gym.agents.lm_zero_shot import LMAgent, LMConfig
+
+    agent = LMAgent(LMConfig(model=str(tiny_model_dir), dtype="float32", threads=1))
+    assert agent.policy(EnvConfig("LLMBreakout-text-v0", {"history": 2})).history == 2
+    assert agent.policy(EnvConfig("LLMBreakout-text-v0")).history == 0
