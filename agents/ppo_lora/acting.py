@@ -36,6 +36,7 @@ from llm_gym.lm.backends import GenerateRequest, LMBackend, ScoreRequest
 from llm_gym.lm.forward import PackedOutput
 from llm_gym.lm.generation import generate, stop_token_ids
 from llm_gym.lm.packing import PackedBatch
+from llm_gym.lm.prompts import Turns
 from llm_gym.lm.scoring import categorical_entropy, categorical_kl, categorical_logprobs, choice_table
 from llm_gym.rl import PPOLosses, ppo_losses
 
@@ -101,7 +102,6 @@ Continuations = list[list[list[int]]]
 """Per row, the token sequences scored for it."""
 Choice = tuple[list[Any], torch.Tensor, torch.Tensor, list[torch.Tensor]]
 """(actions, chosen continuation per row, log pi(action) per row, per-row token log-probs)."""
-Turns = tuple[tuple[str, str], ...]
 
 
 @dataclass

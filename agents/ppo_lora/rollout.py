@@ -11,10 +11,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from llm_gym.agents.ppo_lora.acting import Decisions, Strategy, Turns, act, rules_of, turns_of
+from llm_gym.agents.ppo_lora.acting import Decisions, Strategy, act, rules_of, turns_of
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.lm.backends import LMBackend
+from llm_gym.lm.prompts import Turns
 from llm_gym.stepping import EnvStepper, Episode
 
 

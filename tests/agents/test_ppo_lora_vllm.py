@@ -41,18 +41,19 @@ pytestmark = [pytest.mark.vllm, pytest.mark.real_model]
 ENV = EnvConfig("LLMBreakout-text-v0", {"history": 2})
 """Breakout with two earlier turns in every prompt: the engine must build the same multi-turn prompts."""
 
-ENGINE_TOLERANCE = 5e-3
+ENGINE_TOLERANCE = 2e-3
 """Largest gap allowed between the engine's and the training model's log-probability of one action under the
-categorical over the legal actions (nats): float32 in both, a merged-by-vLLM adapter against peft's unmerged one,
-kernels that sum in other orders (the backends' own parity test allows 2e-3 per action likelihood)."""
+categorical over the legal actions (nats): float32 in both, but vLLM's LoRA kernels against peft's layers and
+attention kernels that sum in other orders. The backends' parity test allows the same per action likelihood;
+measured here: at most 2e-5."""
 
-GENERATE_TOLERANCE = 2e-2
-"""The same for a sampled answer of up to 4 tokens (its log-prob sums one gap per token)."""
+GENERATE_TOLERANCE = 5e-3
+"""The same for a sampled answer of up to 4 tokens (its log-prob sums one gap per token); measured: at most 5e-5."""
 
 
 def _settings(**overrides) -> dict:
-    rollout = dict(num_envs=4, num_steps=3, minibatch_size=12, kl_coef=0.0, rollout_backend="vllm")
-    return tiny_settings(None, trainable_layers=2, lora_rank=16, **rollout, **overrides)
+    rollout = dict(num_envs=3, num_steps=2, minibatch_size=6, kl_coef=0.0, rollout_backend="vllm")
+    return tiny_settings(None, **{"trainable_layers": 2, "lora_rank": 16, **rollout, **overrides})
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +96,7 @@ def test_after_each_sync_the_engine_acts_with_the_trainers_policy(engine: Rollou
     generator = torch.Generator().manual_seed(0)
     engine.sync(ac)
 
-    rollout = collect(ac, strategy, stepper, config, ENV.env_id, generator, torch.zeros(4), False, engine)
+    rollout = collect(ac, strategy, stepper, config, ENV.env_id, generator, torch.zeros(3), False, engine)
     gap = engine_gap(rollout)
     assert gap["charts/engine_logprob_gap_max"] < ENGINE_TOLERANCE, gap
     assert any(d.prompts[0] != rollout.decisions[0].prompts[0] for d in rollout.decisions[1:])
@@ -141,23 +142,23 @@ class Gaps(Callback):
     ("mode", "tolerance"), [("score", ENGINE_TOLERANCE), ("generate", GENERATE_TOLERANCE)], ids=["score", "generate"]
 )
 def test_a_run_rolls_out_through_the_engine(engine: RolloutEngine, tmp_path: Path, mode: str, tolerance: float) -> None:
-    """Three updates: each rollout's actions came from the engine serving the latest adapter (a new version per
+    """Two updates: each rollout's actions came from the engine serving the latest adapter (a new version per
     update; the gap to the trainer's log-probs within the tolerance in every rollout), and a checkpoint."""
     config = PPOLoRAConfig(
-        **_settings(action_mode=mode, max_new_tokens=4, total_steps=36, learning_rate=2e-3, checkpoint_every=36)
+        **_settings(action_mode=mode, max_new_tokens=4, total_steps=12, learning_rate=2e-3, checkpoint_every=12)
     )
     run = Run.create(ENV.env_id, "ppo_lora", to_dict(config), path=tmp_path / "run")
     gaps = Gaps(engine)
     first = engine.version
     summary = train(config, ENV, run, [gaps], agent="ppo_lora", rollout_engine=engine)
     run.close()
-    assert summary["env_steps"] == 36
+    assert summary["env_steps"] == 12
     # One new adapter version per update (the first at the start), handed over before on_update fires, so
     # before the next rollout.
-    assert [version - first for _, version, _ in gaps.updates] == [2, 3, 4]
+    assert [version - first for _, version, _ in gaps.updates] == [2, 3]
     assert all(gap is not None and gap < tolerance for _, _, gap in gaps.updates), gaps.updates
     print(mode, "engine log-prob gap per rollout:", [round(g, 5) for _, _, g in gaps.updates])
-    assert (tmp_path / "run" / "checkpoints" / "step_36" / "adapter" / "adapter_config.json").is_file()
+    assert (tmp_path / "run" / "checkpoints" / "step_12" / "adapter" / "adapter_config.json").is_file()
 
 
 class KillTheEngineMidRollout(RolloutEngine):
@@ -180,12 +181,19 @@ class KillTheEngineMidRollout(RolloutEngine):
 
 
 @pytest.mark.timeout(1200)
-def test_a_dead_engine_stops_the_run_with_a_checkpoint_that_resumes(engine: RolloutEngine, tmp_path: Path) -> None:
+def test_a_dead_engine_stops_the_run_with_a_checkpoint_that_resumes(request, tmp_path: Path) -> None:
+    """The doomed engine is the test's own (eager: no compile; a small KV cache), the resume runs on the session's
+    engine, asked for only once the doomed one is gone (run alone, the two never hold memory at once)."""
     from llm_gym.lm.backends.vllm_backend import VLLMBackend
 
-    config = PPOLoRAConfig(**_settings(num_envs=2, num_steps=3, total_steps=12, checkpoint_every=1000))
+    config = PPOLoRAConfig(
+        **_settings(num_envs=2, num_steps=3, minibatch_size=6, total_steps=12, checkpoint_every=1000)
+    )
     doomed = KillTheEngineMidRollout(
-        VLLMBackend("smollm2-135m", dtype="float32", enable_lora=True, engine_options={"enforce_eager": True}), at=5
+        VLLMBackend(
+            "smollm2-135m", dtype="float32", kv_cache_gib=0.25, enable_lora=True, engine_options={"enforce_eager": True}
+        ),
+        at=5,
     )  # 3 score calls per rollout: the 5th is the second step of the second rollout
     run = Run.create(ENV.env_id, "ppo_lora", to_dict(config), path=tmp_path / "run")
     try:
@@ -212,6 +220,7 @@ def test_a_dead_engine_stops_the_run_with_a_checkpoint_that_resumes(engine: Roll
         def on_training_start(self, env_id, config, start_step) -> None:
             starts.append(start_step)
 
+    engine = request.getfixturevalue("engine")
     summary = train(config, ENV, resumed, [Start()], agent="ppo_lora", rollout_engine=engine)
     resumed.close()
     assert starts == [6] and summary["env_steps"] == 12
