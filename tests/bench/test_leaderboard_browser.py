@@ -202,3 +202,9 @@ def test_the_viewer_shows_a_checkpoints_value_estimates_in_chromium(
     dom, console = _run_chromium(chromium, tmp_path, f"{viewer}?episode={episode_id}", "--dump-dom")
     assert console == [], console
     assert f"<li>value estimate: {steps[0]['value']:.3f}</li>" in dom
+    # The value chart: one point per step, its range stated, a marker at step 1.
+    points = re.search(r'<polyline points="([^"]+)"', dom).group(1).split()
+    assert len(points) == len(steps)
+    low, high = min(s["value"] for s in steps), max(s["value"] for s in steps)
+    assert f"value estimate per step, {low:.3f} to {high:.3f}" in dom
+    assert re.search(r'<line y1="0" y2="90" stroke="#c0392b" x1="4" x2="4">', dom)

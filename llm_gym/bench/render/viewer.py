@@ -4,7 +4,7 @@
 script tag, which browsers allow from ``file://`` too, so the leaderboard works straight from disk. The page steps
 through the episode: the observation, every legal action with the policy's probability (exact in score mode;
 uniform for ``random``), the chosen action, the reward, the running return and the value estimate where the policy
-has one. Keys: left/right arrows. The viewer is written once, not copied into every episode's page.
+has one (and then a chart of it over the episode, marking the current step). Keys: left/right arrows. The viewer is written once, not copied into every episode's page.
 """
 
 from __future__ import annotations
@@ -26,6 +26,27 @@ document.getElementById('summary').textContent = data.summary;
 const steps = data.steps;
 const slider = document.getElementById('step');
 slider.max = Math.max(0, steps.length - 1);
+// The value estimate over the episode (policies with a value head): one polyline, a marker at the current step.
+const valued = steps.map((s, k) => [k, s.value]).filter(p => typeof p[1] === 'number');
+const chart = document.getElementById('values');
+let marker = null;
+if (valued.length) {
+  const W = 600, H = 90, lo = Math.min(...valued.map(p => p[1])), hi = Math.max(...valued.map(p => p[1]));
+  const x = k => 4 + (W - 8) * k / Math.max(1, steps.length - 1);
+  const y = v => H - 4 - (H - 8) * (hi > lo ? (v - lo) / (hi - lo) : 0.5);
+  const ns = 'http://www.w3.org/2000/svg';
+  const line = document.createElementNS(ns, 'polyline');
+  line.setAttribute('points', valued.map(p => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(' '));
+  line.setAttribute('fill', 'none'); line.setAttribute('stroke', '#1f5fa8');
+  marker = document.createElementNS(ns, 'line');
+  marker.setAttribute('y1', 0); marker.setAttribute('y2', H); marker.setAttribute('stroke', '#c0392b');
+  chart.append(line, marker);
+  chart.setAttribute('viewBox', `0 0 ${W} ${H}`);
+  document.getElementById('valuerange').textContent = `value estimate per step, ${lo.toFixed(3)} to ${hi.toFixed(3)}`;
+  marker.x = x;
+} else {
+  chart.style.display = 'none';
+}
 function esc(s) { const d = document.createElement('div'); d.textContent = String(s); return d.innerHTML; }
 function show(i) {
   const s = steps[i];
@@ -55,6 +76,7 @@ function show(i) {
   box.textContent = extra.join('\\n\\n');
   box.style.display = extra.length ? '' : 'none';
   slider.value = i;
+  if (marker) { marker.setAttribute('x1', marker.x(i)); marker.setAttribute('x2', marker.x(i)); }
 }
 slider.addEventListener('input', () => show(Number(slider.value)));
 document.getElementById('prev').addEventListener('click', () => show(Math.max(0, Number(slider.value) - 1)));
@@ -84,6 +106,7 @@ pre { background: #f6f8fa; padding: .8em; overflow-x: auto; max-height: 32em; }
 table { border-collapse: collapse; } td { border-bottom: 1px solid #eee; padding: 2px 8px; }
 tr.chosen td { background: #e3efff; font-weight: 600; }
 .bar { display: inline-block; height: 10px; background: #1f5fa8; }
+#values { background: #fafbfc; border: 1px solid #eee; }
 """
 
 
@@ -102,6 +125,8 @@ def write_viewer(directory: Path) -> Path:
 <p id="summary"></p>
 <p><button id="prev">&larr; prev</button> <input id="step" type="range" min="0" value="0" style="width:60%">
 <button id="next">next &rarr;</button> <span id="where"></span></p>
+<svg id="values" width="600" height="90" role="img" aria-label="value estimate per step"></svg>
+<p id="valuerange"></p>
 <div class="cols">
 <div><h3>Observation</h3><pre id="obs"></pre><pre id="extra"></pre></div>
 <div><h3>Decision</h3><ul id="facts"></ul>
