@@ -70,8 +70,11 @@ class SFTConfig(LocalLMConfig):
 
     # -- evaluation and checkpoints ----------------------------------------------------------------------------
     eval_every: int = 1
-    """Greedy evaluation after every this many epochs (and always before training and at the end); 0: only at the
-    start and the end."""
+    """Greedy evaluation after every this many epochs (and at the end, and before training unless
+    ``eval_at_start`` is off); 0: only at the start and the end."""
+    eval_at_start: bool = True
+    """Evaluate the untrained model before the first epoch (the "before" of a before/after comparison). Turn it off
+    where that evaluation is the expensive part (generate mode with long answers) and the zero-shot score is known."""
     eval_episodes: int = 8
     """Episodes per evaluation, on ppo_lora's held-out seeds (seed + 10,000 + i); 0: no evaluation."""
     eval_max_steps: int = 2000

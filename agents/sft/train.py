@@ -146,7 +146,7 @@ def train(config: SFTConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callb
     stopped = False
     if not resume:
         run.log_scalars(0, validate(ac, val_data, config))
-        if config.eval_episodes > 0:  # the untrained model, on the same held-out seeds as every later evaluation
+        if config.eval_episodes > 0 and config.eval_at_start:  # the untrained model, on the later evaluations' seeds
             stopped = evaluation()
 
     # -- epochs ------------------------------------------------------------------------------------------------

@@ -171,6 +171,12 @@ def test_free_text_answers_are_learnt(tiny_model_dir: Path, tmp_path: Path) -> N
     assert [a.strip() for a in policy.act(["The answer?"], [{}])] == [ANSWER]
 
 
+def test_the_evaluation_before_training_can_be_skipped(tiny_model_dir: Path, ttt_demos: Path, tmp_path: Path) -> None:
+    config = _settings(tiny_model_dir, ttt_demos, epochs=1, eval_episodes=2, eval_max_steps=3, eval_at_start=False)
+    summary, _ = _train(tmp_path / "run", TTT, config)
+    assert [e["epoch"] for e in summary["evaluations"]] == [1]  # only the end: no evaluation of the untrained model
+
+
 def test_bad_demos_are_one_line(tiny_model_dir: Path, ttt_demos: Path, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="--set demos="):
         load_records("", TTT)
