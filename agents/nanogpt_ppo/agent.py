@@ -39,12 +39,21 @@ class NanoGPTPPOAgent(Agent):
         """Greedy actions of the network in ``checkpoint`` (``checkpoints/step_N`` or ``checkpoints/best``), or of
         a freshly initialised one. The policy carries the env arguments it was trained with (``env_kwargs``)."""
         trained_env = env_for(self.config, env)
+        device = playing_device(self.config.device)
         if checkpoint is not None:
-            model = load_network(Path(checkpoint), self.config.device)
+            model = load_network(Path(checkpoint), device)
         else:
             torch.manual_seed(self.config.seed)
-            model = NanoGPTActorCritic(network_shape(self.config, trained_env)).to(self.config.device)
+            model = NanoGPTActorCritic(network_shape(self.config, trained_env)).to(device)
         return NanoGPTPolicy(model, deterministic=True, env_kwargs=trained_env.kwargs)
+
+
+def playing_device(device: str) -> str:
+    """Where a policy plays: the configured device, or the CPU where that is a GPU this machine does not have (a run
+    trained on a GPU box plays its checkpoint anywhere; the network is the same, only slower)."""
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        return "cpu"
+    return device
 
 
 @llm_gym.hookimpl

@@ -38,6 +38,7 @@ def training_info(checkpoint: Path) -> dict[str, Any]:
     step_file = checkpoint / "checkpoint.json"
     step = json.loads(step_file.read_text()).get("step") if step_file.is_file() else None
     demos = summary.get("demo_decisions") or {}
+    from_demos = bool(demos) or saved.get("agent") == "sft"  # a stopped sft run may have no summary
     return {
         "run": run.path.name,
         "agent": saved.get("agent"),
@@ -54,7 +55,8 @@ def training_info(checkpoint: Path) -> dict[str, Any]:
         "model": config.get("model"),
         "curve": curve,
         "curve_metric": metric,
-        "curve_x": "demonstration decisions seen" if demos else "env steps",
+        "curve_x": "demonstration decisions seen" if from_demos else "env steps",
+        "examples_seen": summary.get("examples_seen", step) if from_demos else None,
     }
 
 

@@ -86,3 +86,17 @@ def test_nanogpt_reports_legal_action_probabilities_and_its_value() -> None:
         assert detail["value"] == pytest.approx(float(value), abs=1e-6)
         assert legal[int(np.argmax(detail["probs"]))] == action  # greedy: the most likely legal action
     assert details[0] == details[1]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU fallback of a GPU-trained config")
+def test_a_nanogpt_run_trained_on_a_gpu_plays_on_a_machine_without_one() -> None:
+    from llm_gym.agents.nanogpt_ppo import NanoGPTPPOAgent
+    from llm_gym.agents.nanogpt_ppo.config import NanoGPTPPOConfig
+    from llm_gym.agents.nanogpt_ppo.testing import TINY_SETTINGS
+
+    config = NanoGPTPPOConfig(**{**{k: v for k, v in TINY_SETTINGS.items() if k != "progress"}, "device": "cuda"})
+    policy = NanoGPTPPOAgent(config).policy(EnvConfig(ENV))
+    assert policy.device.type == "cpu"
+    observations, infos = _positions(1)
+    (action,) = policy.act(observations, infos)
+    assert action in infos[0]["legal_actions"]

@@ -216,6 +216,8 @@ def _budget(training: dict) -> str:
     if training.get("demo_decisions"):
         epochs = training.get("epochs")
         return f"{training['demo_decisions']} demo decisions" + (f" x {epochs} epochs" if epochs else "")
+    if training.get("examples_seen") is not None:  # from demonstrations, without the run's summary
+        return f"{training['examples_seen']} demo decisions seen"
     return f"{training.get('env_steps')} env steps"
 
 
