@@ -1,7 +1,9 @@
 """What a suite entry is at run time: its agent and config, the hashes that identify it in the store, its policy.
 
 The config hash covers the agent name, the resolved config and the checkpoint's content hash, so a changed setting
-or a retrained checkpoint is a new set of episodes, never mixed with the old ones.
+or a retrained checkpoint is a new set of episodes, never mixed with the old ones. For a checkpoint entry the
+resolved config counts only the fields its run's saved config names (under their current names): an option added to
+the agent after the run was trained leaves the identity of the run's stored episodes as it was.
 """
 
 from __future__ import annotations
@@ -56,16 +58,15 @@ class ResolvedEntry:
     config: Any
     checkpoint: Path | None
     checkpoint_hash: str | None
+    saved_fields: frozenset[str] | None = None
+    """Checkpoint entries: the config fields the run's saved config names; the identity counts only these."""
 
     @cached_property
     def entry_hash(self) -> str:
-        return short_hash(
-            {
-                "agent": self.agent_name,
-                "config": dataclasses.asdict(self.config),
-                "checkpoint": self.checkpoint_hash,
-            }
-        )
+        config = dataclasses.asdict(self.config)
+        if self.saved_fields is not None:
+            config = {k: v for k, v in config.items() if k in self.saved_fields}
+        return short_hash({"agent": self.agent_name, "config": config, "checkpoint": self.checkpoint_hash})
 
     @property
     def name(self) -> str:
@@ -107,7 +108,9 @@ def resolve_entry(entry: SuiteEntry) -> ResolvedEntry:
     config = from_dict(agent_cls.Config, saved["config"], source=str(run.path / "config.json"))
     if path.resolve() == run.path.resolve():
         path = run.latest_checkpoint() or path
-    return ResolvedEntry(entry, saved["agent"], config, path, directory_hash(path))
+    renamed = getattr(agent_cls.Config, "renamed", {})
+    saved_fields = frozenset(renamed.get(key, key) for key in saved["config"])
+    return ResolvedEntry(entry, saved["agent"], config, path, directory_hash(path), saved_fields)
 
 
 def _as_settings(settings: Mapping[str, Any]) -> dict[str, Any]:

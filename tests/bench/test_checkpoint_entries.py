@@ -75,3 +75,34 @@ def test_a_checkpoint_entry_plays_both_splits_and_renders_without_its_checkpoint
     page = (tmp_path / "board" / "leaderboard.md").read_text()
     assert "| tiny-ppo | ppo_lora | OpenSpiel-tic_tac_toe-v0 | 32 env steps |" in page
     assert (tmp_path / "board" / "plots" / "curve-tiny-ppo.svg").is_file()
+
+
+def test_options_added_to_an_agent_after_a_run_keep_its_identity(tmp_path: Path) -> None:
+    """A run saved before an option existed (its config.json lacks the field) keeps the identity its episodes were
+    stored under; a field saved under an old name counts under the new one."""
+    import dataclasses
+    import json
+
+    from llm_gym.agents.ppo_lora.testing import tiny_config, train
+    from llm_gym.bench.entries import resolve_entry, short_hash
+    from llm_gym.bench.suite import SuiteEntry
+    from llm_gym.lm.testing import make_tiny_model
+
+    model = make_tiny_model(tmp_path / "model", layers=2, hidden=32)
+    config = tiny_config(model, total_steps=16, num_envs=2, num_steps=8, minibatch_size=16, lora_rank=4)
+    train(tmp_path / "run", "OpenSpiel-tic_tac_toe-v0", config)
+    entry = SuiteEntry(name="tiny", checkpoint=str(tmp_path / "run"))
+    now = resolve_entry(entry)
+    saved_path = tmp_path / "run" / "config.json"
+    saved = json.loads(saved_path.read_text())
+
+    saved["config"]["num_minibatches"] = saved["config"].pop("max_minibatches")  # the field's old name
+    saved_path.write_text(json.dumps(saved))
+    assert resolve_entry(entry).entry_hash == now.entry_hash
+
+    del saved["config"]["rollout_backend"]  # as if saved before the option was added
+    saved_path.write_text(json.dumps(saved))
+    older = resolve_entry(entry)
+    without = {k: v for k, v in dataclasses.asdict(now.config).items() if k != "rollout_backend"}
+    assert older.entry_hash == short_hash({"agent": "ppo_lora", "config": without, "checkpoint": now.checkpoint_hash})
+    assert older.entry_hash != now.entry_hash
