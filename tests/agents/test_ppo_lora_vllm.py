@@ -1,7 +1,8 @@
 """``ppo_lora --set rollout_backend=vllm`` against a real vLLM engine on the CPU (the default model, float32): after
 every update the engine serves the new adapter, and its action log-probs then match the training model's within
 ENGINE_TOLERANCE (before the sync they do not); whole runs in score and generate mode log that gap for every
-rollout; an engine that dies mid-rollout ends the run with one line and a checkpoint that ``--resume`` continues.
+rollout; an engine that dies mid-rollout (in the middle of a request) ends the run with one line and a checkpoint that
+``--resume`` continues.
 
 The session's one engine (the ``vllm_backend`` fixture in tests/conftest.py) serves every test but the dead-engine
 one, which starts its own (eager, so no compile) and kills it. ``make test`` runs these in .venv-vllm.
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -162,22 +165,27 @@ def test_a_run_rolls_out_through_the_engine(engine: RolloutEngine, tmp_path: Pat
 
 
 class KillTheEngineMidRollout(RolloutEngine):
-    """A real engine whose process is SIGKILLed at its ``at``-th score call (inside the second rollout), after
-    recording the observations the rollout started from."""
+    """A real engine whose process is SIGKILLed while its ``at``-th score call (inside the second rollout) is with
+    the engine, after recording the observations the rollout started from."""
 
     def __init__(self, backend, at: int) -> None:
         super().__init__(backend, owned=True)
-        self.calls, self.at, self.rollout_start = 0, at, None
+        self.calls, self.at, self.rollout_start, self.killed_in_flight = 0, at, None, False
 
     def score(self, requests):
         self.calls += 1
         if self.calls == self.at - 1:
             self.rollout_start = [r.observation for r in requests]
         if self.calls == self.at:
-            for process in self.backend.engine_processes():
-                os.kill(process.pid, signal.SIGKILL)
-                process.join(30)
+            threading.Thread(target=self._kill_in_flight, daemon=True).start()
         return super().score(requests)
+
+    def _kill_in_flight(self) -> None:
+        while not self.backend.in_flight:
+            time.sleep(0.001)
+        for process in self.backend.engine_processes():
+            os.kill(process.pid, signal.SIGKILL)
+        self.killed_in_flight = self.backend.in_flight
 
 
 @pytest.mark.timeout(1200)
@@ -205,7 +213,7 @@ def test_a_dead_engine_stops_the_run_with_a_checkpoint_that_resumes(request, tmp
     message = str(error.value)
     print(message)
     assert "\n" not in message and "--resume" in message and "step_6" in message
-    assert doomed.calls == 5
+    assert doomed.calls == 5 and doomed.killed_in_flight, "the engine died while a request was with it"
     checkpoint = tmp_path / "run" / "checkpoints" / "step_6"
     assert [c.name for c in (tmp_path / "run" / "checkpoints").iterdir()] == ["step_6"]
     # The checkpoint holds the envs as the dropped rollout found them, not where it had moved them.

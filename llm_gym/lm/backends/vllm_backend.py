@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -139,6 +140,8 @@ class VLLMBackend:
         self.score_with_end = score_with_end
         self.stop_ids = sorted(_stop_ids(self.tokenizer, source))
         self.lora_request: Any = None
+        self.in_flight = False
+        """True while a request is with the engine."""
         self._adapters: dict[int, str] = {}
         """Every adapter version handed to the engine, and its directory: vLLM caches adapters by version."""
         self._builders: dict[str, PromptBuilder] = {}
@@ -165,15 +168,21 @@ class VLLMBackend:
             raise EngineStoppedError("the vllm engine was closed; start a new one")
         if self.engine_dead():  # known dead: vLLM would wait for outputs that never come
             raise EngineStoppedError("the vllm engine has stopped (its engine process exited); start a new one")
+        done = threading.Event()
+        threading.Thread(target=self._unblock_when_dead, args=(done,), daemon=True, name="vllm-watchdog").start()
+        self.in_flight = True
         try:
             outputs = self.engine.generate(inputs, params, use_tqdm=False, lora_request=self.lora_request)
         except Exception as exc:
             if not self.engine_dead(exc):
                 raise
             raise EngineStoppedError(
-                f"the vllm engine has stopped ({type(exc).__name__}: its engine process exited; vLLM's own report "
-                "is above); start a new one"
+                "the vllm engine has stopped (its engine process exited during a request; vLLM's own report is "
+                "above); start a new one"
             ) from exc
+        finally:
+            self.in_flight = False
+            done.set()
         self.prompt_tokens += sum(len(ids) for ids in prompts)
         self.cached_tokens += sum(out.num_cached_tokens or 0 for out in outputs)
         return outputs
@@ -187,6 +196,18 @@ class VLLMBackend:
     def engine_processes(self) -> list[Any]:
         """The engine's own processes (``multiprocessing`` handles), where vLLM runs it in child processes."""
         return list(getattr(getattr(self._engine_resources(), "engine_manager", None), "processes", None) or [])
+
+    def _unblock_when_dead(self, done: threading.Event, every: float = 0.5) -> None:
+        """Watch a request in flight: vLLM 0.32's offline client waits for outputs forever when its engine process
+        dies in the middle of a request (the monitor shuts the output thread down without waking the waiter), so
+        wake it with an error once the process is gone."""
+        while not done.wait(every):
+            if self.engine_dead():
+                core = getattr(getattr(self.__dict__.get("engine"), "llm_engine", None), "engine_core", None)
+                waiting = getattr(core, "outputs_queue", None)
+                if waiting is not None:
+                    waiting.put_nowait(EngineStoppedError("the vllm engine process exited"))
+                return
 
     def engine_dead(self, error: BaseException | None = None) -> bool:
         """Whether the engine is gone (``error``: what a request raised). The process is asked directly: vLLM's
