@@ -113,7 +113,9 @@ def _check_terminal_rewards(name: str) -> None:
 
 @llm_gym.hookimpl
 def register_agents(register) -> None:
+    from llm_gym.agents.openspiel_best_response import BestResponseAgent
     from llm_gym.agents.openspiel_solver import SolverAgent
 
     register(MCTSAgent)
     register(SolverAgent)
+    register(BestResponseAgent)

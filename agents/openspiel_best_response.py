@@ -1,0 +1,114 @@
+"""``best_response``: the exact best response to the env's uniformly random opponent, for small OpenSpiel games with
+hidden information (Kuhn poker, Leduc poker, ...), where minimax (``solver``) does not apply.
+
+OpenSpiel's ``BestResponsePolicy`` walks the whole game tree once per seat and game, with the other seats playing
+uniformly at random, and returns for every information state of the learner's seat the action with the highest
+expected return. It acts on the information state only (OpenSpiel groups the states by what the seat sees), so it
+never uses the other seats' cards even though the history in ``info`` holds them. That makes it a fair
+demonstrator for ``llm-gym demos``: the best a player can do against ``random``, a fixed function of what it sees.
+
+It does not learn; ``train`` records how it plays, a reference line beside the learners. A game whose tree has
+more than ``max_states`` states is refused with one line, as is an env whose opponent is not ``random``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llm_gym.agent import AgentConfig, EnvConfig, Policy
+from llm_gym.agents.baselines import BaselineAgent
+from llm_gym.agents.openspiel_bots import replay
+from llm_gym.envs.catalog import env_family
+from llm_gym.errors import UnsupportedEnvError
+
+
+@dataclass(frozen=True, kw_only=True)
+class BestResponseConfig(AgentConfig):
+    """How large a game the exact best response accepts."""
+
+    max_states: int = 200_000
+    """Refuse a game whose tree has more states than this (Kuhn poker has 58, Leduc poker about 9,500); the best
+    response walks the whole tree."""
+
+
+def count_states(game: Any, limit: int) -> int:
+    """The number of states in ``game``'s tree, or ``limit + 1`` as soon as it exceeds ``limit``."""
+    count, stack = 0, [game.new_initial_state()]
+    while stack:
+        state = stack.pop()
+        count += 1
+        if count > limit:
+            return count
+        if state.is_terminal():
+            continue
+        if state.is_chance_node():
+            stack.extend(state.child(action) for action, _ in state.chance_outcomes())
+        else:
+            stack.extend(state.child(action) for action in state.legal_actions())
+    return count
+
+
+class BestResponsePolicy:
+    """Plays the best response to uniform random play in every env's current state (one per game and seat)."""
+
+    def __init__(self, config: BestResponseConfig) -> None:
+        self.config = config
+        self._responses: dict[tuple[str, int], tuple[Any, Any]] = {}
+
+    def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
+        return [self._act(info) for info in infos]
+
+    def _act(self, info: Mapping[str, Any]) -> int:
+        if "game_string" not in info or "history" not in info:
+            raise UnsupportedEnvError(
+                "the best_response agent plays OpenSpiel envs only (their info carries the game history)"
+            )
+        seat = int(info["player"])
+        game, response = self._response(info["game_string"], seat)
+        probabilities = response.action_probabilities(replay(game, info["history"]))
+        # The best response puts probability 1 on one action; the lowest id wins a tie, so play is deterministic.
+        return min(probabilities, key=lambda action: (-probabilities[action], action))
+
+    def _response(self, game_string: str, seat: int) -> tuple[Any, Any]:
+        key = (game_string, seat)
+        if key not in self._responses:
+            from open_spiel.python import policy as openspiel_policy
+            from open_spiel.python.algorithms.best_response import BestResponsePolicy as OpenSpielBestResponse
+
+            from llm_gym.envs.openspiel.core import pyspiel_module
+
+            game = pyspiel_module().load_game(game_string)
+            name = game.get_type().short_name
+            if game.get_type().dynamics != pyspiel_module().GameType.Dynamics.SEQUENTIAL:
+                raise UnsupportedEnvError(f"the best_response agent plays turn-based games; {name} is not one")
+            if count_states(game, self.config.max_states) > self.config.max_states:
+                raise UnsupportedEnvError(
+                    f"{name} has over {self.config.max_states:,} states: too large for an exact best response; "
+                    f"use --agent mcts (or raise --set max_states=...)"
+                )
+            uniform = openspiel_policy.UniformRandomPolicy(game)
+            self._responses[key] = (game, OpenSpielBestResponse(game, seat, uniform))
+        return self._responses[key]
+
+
+class BestResponseAgent(BaselineAgent):
+    name = "best_response"
+    description = "Exact best response to a uniformly random opponent in small OpenSpiel games (poker and the like)."
+    Config = BestResponseConfig
+
+    def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
+        if env_family(env.env_id) != "openspiel":
+            raise UnsupportedEnvError(
+                f"the best_response agent plays OpenSpiel envs only, not {env.env_id}; try --agent random"
+            )
+        opponent = env.kwargs.get("opponent") or "random"
+        profile = env.kwargs.get("profile", "default")
+        if opponent != "random" or profile != "default":
+            raise UnsupportedEnvError(
+                "the best_response agent answers a uniformly random opponent; drop --env-arg opponent/profile "
+                f"(got opponent={opponent!r}, profile={profile!r})"
+            )
+        return BestResponsePolicy(self.config)

@@ -1,0 +1,70 @@
+"""The learning demo's settings: one frozen dataclass, a docstring under each field.
+
+The defaults are what ``make demo`` runs: Kuhn poker against the env's uniformly random opponent, 64 games of
+demonstrations from the exact best response (seeds 0-63), an ``sft`` run of the default model on them (LoRA on the
+top 4 layers), and greedy evaluations of the same model before and after on 100 held-out games (seeds 10,000-10,099).
+Why this task: docs/learning_demo.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SFT_EVAL_SEED_OFFSET = 10_000
+"""sft (like ppo_lora) evaluates on seeds ``10,000 + seed + i`` (``EVAL_SEED_OFFSET`` in agents/ppo_lora/train.py;
+the core does not import agents by name, a test checks the two agree)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LearningDemoConfig:
+    """What the demo records, trains and evaluates."""
+
+    env_id: str = "OpenSpiel-kuhn_poker-v0"
+    """The env: an OpenSpiel game against its default (uniformly random) opponent."""
+    demonstrator: str = "best_response"
+    """The agent whose play is recorded as demonstrations (any registered agent that plays the env)."""
+    demo_episodes: int = 64
+    """Games of demonstrations."""
+    demo_seed: int = 0
+    """Demonstration game ``k`` resets with seed ``demo_seed + k``."""
+    model: str = "smollm2-135m"
+    """The language model trained (the default is the one ``make install`` puts in)."""
+    seed: int = 0
+    """sft's seed; the evaluation games reset with seeds ``10,000 + seed + i`` (ppo_lora's held-out seeds)."""
+    eval_episodes: int = 100
+    """Games per evaluation (before, after, and the reference rows), the same seeds for each."""
+    epochs: int = 3
+    """sft passes over the demonstrations."""
+    learning_rate: float = 1e-3
+    """sft's peak learning rate."""
+    batch_size: int = 16
+    """Demonstrations per gradient step."""
+    trainable_layers: int = 4
+    """LoRA on the top N layers; the frozen layers below run once per distinct demonstration."""
+    threads: int = 0
+    """Torch CPU threads (0: the runtime's default)."""
+    dtype: str = "auto"
+    """Model dtype (auto: float32 on a CPU)."""
+
+    def __post_init__(self) -> None:
+        for name in ("demo_episodes", "eval_episodes", "epochs", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.trainable_layers < 0 or self.demo_seed < 0 or self.seed < 0:
+            raise ValueError("trainable_layers, demo_seed and seed must be >= 0")
+        if set(self.demo_seeds) & set(self.eval_seeds):
+            raise ValueError(
+                f"demonstration seeds {self.demo_seeds.start}-{self.demo_seeds.stop - 1} overlap the evaluation "
+                f"seeds {self.eval_seeds.start}-{self.eval_seeds.stop - 1}: the evaluation must be held out"
+            )
+
+    @property
+    def demo_seeds(self) -> range:
+        """The seeds of the demonstration games."""
+        return range(self.demo_seed, self.demo_seed + self.demo_episodes)
+
+    @property
+    def eval_seeds(self) -> range:
+        """The seeds of the evaluation games (where sft evaluates)."""
+        start = SFT_EVAL_SEED_OFFSET + self.seed
+        return range(start, start + self.eval_episodes)

@@ -1,0 +1,218 @@
+"""The learning demo from start to end, in one process: record demonstrations on training seeds, fine-tune the
+model on them with ``sft`` (which evaluates the untrained and the trained adapter greedily on held-out seeds, the
+model loaded once), play the reference policies (uniform random, the demonstrator) on the same held-out seeds, and
+collect everything with the wall time of each phase.
+
+Agents are looked up in the plugin registry by name (the core never imports ``llm_gym.agents``), so the demo runs
+whatever ``sft`` and the demonstrator are in the installed plugins.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llm_gym.agent import EnvConfig
+from llm_gym.callbacks import Callback
+from llm_gym.config import to_dict
+from llm_gym.demos.record import record_demos
+from llm_gym.learning_demo.config import LearningDemoConfig
+from llm_gym.plugins import get_agent
+from llm_gym.runs import Run, default_run_name, write_json_atomic
+from llm_gym.stats import mean_ci95, wilson_ci95
+from llm_gym.training import play_evaluation
+
+RESULT_FILE = "learning_demo.json"
+"""Written into the sft run directory: the settings, every evaluation's returns and scores, and the timings."""
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class Arm:
+    """One policy's greedy evaluation on the held-out seeds."""
+
+    label: str
+    returns: list[float]
+    scores: list[float]
+
+    @property
+    def n(self) -> int:
+        return len(self.scores)
+
+    @property
+    def wins(self) -> int:
+        """Games won: score above 0.5 (``info["success"]``; a draw scores 0.5 and is no win)."""
+        return sum(1 for score in self.scores if score > 0.5)
+
+    def win_rate(self) -> tuple[float, float, float]:
+        """(share of games won, Wilson 95% low, high)."""
+        low, high = wilson_ci95(self.wins, self.n)
+        return self.wins / max(self.n, 1), low, high
+
+    def mean_return(self) -> tuple[float, float]:
+        """(mean return, half-width of its 95% t interval)."""
+        return mean_ci95(self.returns)
+
+    def as_dict(self) -> dict[str, Any]:
+        rate, low, high = self.win_rate()
+        mean, half = self.mean_return()
+        return {"label": self.label, "n": self.n, "wins": self.wins, "win_rate": rate, "win_rate_ci95": [low, high],
+                "mean_return": mean, "mean_return_ci95": half, "returns": self.returns, "scores": self.scores}  # fmt: skip
+
+
+@dataclass
+class LearningDemoResult:
+    """What the demo measured."""
+
+    config: LearningDemoConfig
+    run_path: Path
+    demos_path: Path
+    demo_decisions: int
+    before: Arm
+    after: Arm
+    references: list[Arm]
+    phases: dict[str, float] = field(default_factory=dict)
+    """Wall seconds per phase, in order."""
+    checkpoint: str | None = None
+    plot: Path | None = None
+
+    @property
+    def wall_seconds(self) -> float:
+        return sum(self.phases.values())
+
+    def learning_shown(self) -> bool:
+        """True when the trained model's win-rate interval lies wholly above the untrained one's."""
+        return self.after.win_rate()[1] > self.before.win_rate()[2]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "config": to_dict(self.config),
+            "run": str(self.run_path),
+            "demos": str(self.demos_path),
+            "demo_decisions": self.demo_decisions,
+            "demo_seeds": [self.config.demo_seeds.start, self.config.demo_seeds.stop - 1],
+            "eval_seeds": [self.config.eval_seeds.start, self.config.eval_seeds.stop - 1],
+            "before": self.before.as_dict(),
+            "after": self.after.as_dict(),
+            "references": [arm.as_dict() for arm in self.references],
+            "learning_shown": self.learning_shown(),
+            "phases_s": self.phases,
+            "wall_s": self.wall_seconds,
+            "checkpoint": self.checkpoint,
+            "plot": str(self.plot) if self.plot else None,
+        }
+
+
+class _PhaseClock(Callback):
+    """Splits sft's wall time into model load, evaluation before, training, evaluation after, and says each."""
+
+    def __init__(self, log: Log) -> None:
+        self.log, self.phases = log, {}
+        self._last = time.perf_counter()
+        self._evaluations = 0
+
+    def _lap(self, phase: str) -> float:
+        now = time.perf_counter()
+        self.phases[phase], self._last = now - self._last, now
+        return self.phases[phase]
+
+    def on_training_start(self, env_id: str, config: Any, start_step: int) -> None:
+        seconds = self._lap("load model, encode demos")
+        self.log(f"model loaded and demonstrations encoded ({seconds:.0f} s); evaluating the untrained model")
+
+    def on_update(self, step: int, metrics: Mapping[str, float]) -> bool | None:
+        loss, prob = metrics.get("val/answer_loss"), metrics.get("val/answer_prob")
+        shown = f", validation answer loss {loss:.3f}, demo answer probability {prob:.2f}" if loss is not None else ""
+        self.log(f"epoch {int(metrics.get('charts/epoch', 0))} done after {step} demo decisions{shown}")
+        return None
+
+    def on_evaluation(self, step: int, returns: Sequence[float]) -> bool | None:
+        self._evaluations += 1
+        if self._evaluations == 1:
+            seconds = self._lap("evaluate before")
+            self.log(f"before: mean return {mean_ci95(list(returns))[0]:.2f} ({seconds:.0f} s); training")
+        else:
+            seconds = self._lap("train + evaluate after")
+            self.log(f"after: mean return {mean_ci95(list(returns))[0]:.2f} (training and evaluation {seconds:.0f} s)")
+        return None
+
+
+def sft_settings(config: LearningDemoConfig, demos: Path) -> dict[str, Any]:
+    """The ``sft`` config fields the demo sets (the rest keep sft's defaults)."""
+    return {
+        "model": config.model,
+        "demos": str(demos),
+        "seed": config.seed,
+        "dtype": config.dtype,
+        "threads": config.threads,
+        "trainable_layers": config.trainable_layers,
+        "epochs": config.epochs,
+        "batch_size": config.batch_size,
+        "learning_rate": config.learning_rate,
+        "eval_episodes": config.eval_episodes,
+        "eval_every": 0,  # only before and after: each evaluation costs as much as the training
+        "eval_max_steps": 0,
+        "progress": False,  # the demo prints its own lines and table
+    }
+
+
+def run_learning_demo(
+    config: LearningDemoConfig, runs_root: str | Path = "runs/demo", log: Log = print
+) -> LearningDemoResult:
+    """Record, train, evaluate; write ``learning_demo.json`` into the sft run directory and return the result."""
+    env = EnvConfig(config.env_id)
+    sft = get_agent("sft")
+    demonstrator = get_agent(config.demonstrator)()
+    phases: dict[str, float] = {}
+
+    start = time.perf_counter()
+    run_path = Path(runs_root) / default_run_name(config.env_id, "sft", config.seed)
+    demos_path = run_path / "demos.jsonl"
+    sft_config = sft.Config(**sft_settings(config, demos_path))
+    run = Run.create(config.env_id, "sft", to_dict(sft_config), path=run_path)
+    try:
+        seeds = config.demo_seeds
+        log(f"recording {config.demo_episodes} games of {config.demonstrator} on seeds {seeds.start}-{seeds.stop - 1}")
+        demos = record_demos(
+            demonstrator.policy(env), env, config.demo_episodes, demos_path, seed=config.demo_seed, num_envs=8,
+            source={"agent": config.demonstrator, "config": to_dict(demonstrator.config), "checkpoint": None},
+        )  # fmt: skip
+        phases["record demonstrations"] = time.perf_counter() - start
+        log(f"{demos.decisions} decisions -> {demos_path}; loading {config.model}")
+
+        clock = _PhaseClock(log)
+        summary = sft(sft_config).train(env, run, callbacks=[clock])
+        phases |= clock.phases
+    finally:
+        run.close()
+    evaluations = summary["evaluations"]
+    before = Arm("before: untrained model", evaluations[0]["returns"], evaluations[0]["scores"])
+    after = Arm(f"after: sft, {summary['epochs']} epochs", evaluations[-1]["returns"], evaluations[-1]["scores"])
+
+    start = time.perf_counter()
+    references = [
+        _play(get_agent("random")(), "random (reference)", env, config),
+        _play(demonstrator, f"{config.demonstrator} (demonstrator)", env, config),
+    ]
+    phases["reference rows"] = time.perf_counter() - start
+    result = LearningDemoResult(
+        config, run_path, demos_path, demos.decisions, before, after, references, phases,
+        checkpoint=summary.get("checkpoint"),  # the last epoch's: the adapter "after" evaluated
+    )  # fmt: skip
+    return result
+
+
+def _play(agent: Any, label: str, env: EnvConfig, config: LearningDemoConfig) -> Arm:
+    returns, scores = play_evaluation(agent.policy(env), env, config.eval_episodes, config.eval_seeds.start, 0)
+    return Arm(label, returns, scores)
+
+
+def save_result(result: LearningDemoResult) -> Path:
+    """Write ``learning_demo.json`` into the run directory; returns its path."""
+    path = result.run_path / RESULT_FILE
+    write_json_atomic(path, result.as_dict())
+    return path

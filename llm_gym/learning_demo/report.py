@@ -1,0 +1,96 @@
+"""What the learning demo shows at its end: a small table (before, after and the reference rows: games won with
+the Wilson 95% interval, mean return with its 95% t interval, n, seeds), a verdict on whether the intervals of
+before and after overlap, the wall time of each phase, and a PNG of the same intervals."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from llm_gym.learning_demo.pipeline import Arm, LearningDemoResult
+
+PLOT_FILE = "learning_demo.png"
+
+
+def _seeds(seeds: range) -> str:
+    return f"{seeds.start}-{seeds.stop - 1}"
+
+
+def _row(arm: Arm) -> list[str]:
+    rate, low, high = arm.win_rate()
+    mean, half = arm.mean_return()
+    return [arm.label, f"{arm.wins}/{arm.n} = {rate:.0%}", f"[{low:.0%}, {high:.0%}]", f"{mean:+.2f} ± {half:.2f}"]
+
+
+def summary_text(result: LearningDemoResult) -> str:
+    """The table and the lines under it, as plain text (what ``make demo`` ends with)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    config = result.config
+    table = Table(
+        "greedy play", "games won", "95% CI (Wilson)", "mean return ± 95% CI",
+        title=f"{config.env_id} vs random, {result.after.n} held-out games (seeds {_seeds(config.eval_seeds)})",
+    )  # fmt: skip
+    for arm in (result.before, result.after):
+        table.add_row(*_row(arm))
+    table.add_section()
+    for arm in result.references:
+        table.add_row(*_row(arm), style="dim")
+    console = Console(file=io.StringIO(), width=110, color_system=None)
+    console.print(table)
+    lines = [console.file.getvalue().rstrip()]
+    before, after = result.before.win_rate(), result.after.win_rate()
+    if result.learning_shown():
+        verdict = f"learning shown: after's interval [{after[1]:.0%}, {after[2]:.0%}] lies above before's"
+        verdict += f" [{before[1]:.0%}, {before[2]:.0%}]"
+    else:
+        verdict = f"no learning shown: after's interval [{after[1]:.0%}, {after[2]:.0%}] does not lie above before's"
+        verdict += f" [{before[1]:.0%}, {before[2]:.0%}]"
+    lines.append(verdict)
+    lines.append(
+        f"trained on {result.demo_decisions} decisions of {config.demonstrator} from {config.demo_episodes} games "
+        f"(seeds {_seeds(config.demo_seeds)}, none of them evaluated); model {config.model}, LoRA on the top "
+        f"{config.trainable_layers} layers, {config.epochs} epochs"
+    )
+    phases = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in result.phases.items())
+    lines.append(f"wall time {result.wall_seconds / 60:.1f} min ({phases})")
+    if result.checkpoint:
+        lines.append(f"checkpoint: {result.checkpoint}  (llm-gym play --checkpoint ... plays it)")
+    if result.plot:
+        lines.append(f"plot: {result.plot}")
+    return "\n".join(lines)
+
+
+def write_plot(result: LearningDemoResult) -> Path:
+    """Games won (Wilson 95% intervals) and mean return (95% t intervals) of every row, side by side, as a PNG in
+    the run directory; returns its path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    arms = [result.before, result.after, *result.references]
+    colours = ["tab:red", "tab:green"] + ["tab:gray"] * len(result.references)
+    labels = [arm.label.replace(": ", ":\n").replace(" (", "\n(") for arm in arms]
+    figure, (wins_axis, return_axis) = plt.subplots(1, 2, figsize=(10, 4))
+    for i, (arm, colour) in enumerate(zip(arms, colours, strict=True)):
+        rate, low, high = arm.win_rate()
+        wins_axis.errorbar(i, rate, yerr=[[rate - low], [high - rate]], fmt="o", capsize=6, color=colour)
+        mean, half = arm.mean_return()
+        return_axis.errorbar(i, mean, yerr=half, fmt="o", capsize=6, color=colour)
+    for axis, title in ((wins_axis, "games won (Wilson 95% CI)"), (return_axis, "mean return (95% CI)")):
+        axis.set_xticks(range(len(arms)), labels, fontsize=8)
+        axis.set_title(title)
+        axis.grid(axis="y", alpha=0.3)
+    wins_axis.set_ylim(0, 1)
+    config = result.config
+    figure.suptitle(
+        f"{config.model} on {config.env_id}: before and after sft on {config.demonstrator}'s play, "
+        f"{result.after.n} held-out games"
+    )
+    figure.tight_layout()
+    path = result.run_path / PLOT_FILE
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path
