@@ -30,7 +30,7 @@ def main(
 
     def log(line: str) -> None:
         if not as_json:
-            console.print(line, markup=False)
+            console.print(line, markup=False, soft_wrap=True)
 
     result = run_learning_demo(config, runs_root, log=log)
     result.plot = write_plot(result)

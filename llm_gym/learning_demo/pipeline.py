@@ -108,7 +108,10 @@ class LearningDemoResult:
 
 
 class _PhaseClock(Callback):
-    """Splits sft's wall time into model load, evaluation before, training, evaluation after, and says each."""
+    """Splits sft's wall time into model load, evaluation before, training and evaluation after, and says each.
+
+    sft calls the hooks in this order: start, evaluation (before), then per epoch an update and, after the last
+    epoch, the second evaluation; the training phase ends at the last update."""
 
     def __init__(self, log: Log) -> None:
         self.log, self.phases = log, {}
@@ -117,7 +120,8 @@ class _PhaseClock(Callback):
 
     def _lap(self, phase: str) -> float:
         now = time.perf_counter()
-        self.phases[phase], self._last = now - self._last, now
+        self.phases[phase] = self.phases.get(phase, 0.0) + now - self._last
+        self._last = now
         return self.phases[phase]
 
     def on_training_start(self, env_id: str, config: Any, start_step: int) -> None:
@@ -125,19 +129,18 @@ class _PhaseClock(Callback):
         self.log(f"model loaded and demonstrations encoded ({seconds:.0f} s); evaluating the untrained model")
 
     def on_update(self, step: int, metrics: Mapping[str, float]) -> bool | None:
+        seconds = self._lap("train")
         loss, prob = metrics.get("val/answer_loss"), metrics.get("val/answer_prob")
-        shown = f", validation answer loss {loss:.3f}, demo answer probability {prob:.2f}" if loss is not None else ""
-        self.log(f"epoch {int(metrics.get('charts/epoch', 0))} done after {step} demo decisions{shown}")
+        shown = f"; validation answer loss {loss:.3f}, demo answer probability {prob:.2f}" if loss is not None else ""
+        epoch = int(metrics.get("charts/epoch", 0))
+        self.log(f"epoch {epoch} done ({step} demo decisions, {seconds:.0f} s of training){shown}")
         return None
 
     def on_evaluation(self, step: int, returns: Sequence[float]) -> bool | None:
         self._evaluations += 1
-        if self._evaluations == 1:
-            seconds = self._lap("evaluate before")
-            self.log(f"before: mean return {mean_ci95(list(returns))[0]:.2f} ({seconds:.0f} s); training")
-        else:
-            seconds = self._lap("train + evaluate after")
-            self.log(f"after: mean return {mean_ci95(list(returns))[0]:.2f} (training and evaluation {seconds:.0f} s)")
+        phase = "evaluate before" if self._evaluations == 1 else "evaluate after"
+        seconds = self._lap(phase)
+        self.log(f"{phase.split()[1]}: mean return {mean_ci95(list(returns))[0]:+.2f} ({seconds:.0f} s)")
         return None
 
 
