@@ -166,7 +166,7 @@ def sft_settings(config: LearningDemoConfig, demos: Path) -> dict[str, Any]:
 def run_learning_demo(
     config: LearningDemoConfig, runs_root: str | Path = "runs/demo", log: Log = print
 ) -> LearningDemoResult:
-    """Record, train, evaluate; write ``learning_demo.json`` into the sft run directory and return the result."""
+    """Record, train, evaluate and return the result (``save_result`` writes it into the run directory)."""
     env = EnvConfig(config.env_id)
     sft = get_agent("sft")
     demonstrator = get_agent(config.demonstrator)()
@@ -194,7 +194,10 @@ def run_learning_demo(
         run.close()
     evaluations = summary["evaluations"]
     before = Arm("before: untrained model", evaluations[0]["returns"], evaluations[0]["scores"])
-    after = Arm(f"after: sft, {summary['epochs']} epochs", evaluations[-1]["returns"], evaluations[-1]["scores"])
+    epochs = int(summary["epochs"])
+    after = Arm(
+        f"after: sft, {epochs} epoch{'s' if epochs != 1 else ''}", evaluations[-1]["returns"], evaluations[-1]["scores"]
+    )
 
     start = time.perf_counter()
     references = [

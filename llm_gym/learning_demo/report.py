@@ -86,7 +86,7 @@ def write_plot(result: LearningDemoResult) -> Path:
     wins_axis.set_ylim(0, 1)
     config = result.config
     figure.suptitle(
-        f"{config.model} on {config.env_id}: before and after sft on {config.demonstrator}'s play, "
+        f"{Path(config.model).name} on {config.env_id}\nbefore and after sft on {config.demonstrator}'s play, "
         f"{result.after.n} held-out games"
     )
     figure.tight_layout()

@@ -52,7 +52,7 @@ def test_records_trains_evaluates_on_held_out_seeds_and_reports(tiny_model_dir: 
     assert saved["learning_shown"] == result.learning_shown()
 
     text = summary_text(result)
-    for expected in ("before: untrained model", "after: sft, 1 epochs", "random (reference)", "seeds 10000-10004",
+    for expected in ("before: untrained model", "after: sft, 1 epoch ", "random (reference)", "seeds 10000-10004",
                      "seeds 0-5", "wall time", f"plot: {result.plot}", "/5 = "):  # fmt: skip
         assert expected in text
     verdict = "learning shown: " if result.learning_shown() else "no learning shown: "
