@@ -37,8 +37,9 @@ class LearningDemoConfig:
     """sft passes over the demonstrations."""
     learning_rate: float = 1e-3
     """sft's peak learning rate."""
-    batch_size: int = 16
-    """Demonstrations per gradient step."""
+    batch_size: int = 8
+    """Demonstrations per gradient step (8: twice the updates of sft's 16 for the same compute; with 16 one seed of
+    three had learnt little after 3 epochs, docs/learning_demo.md)."""
     trainable_layers: int = 4
     """LoRA on the top N layers; the frozen layers below run once per distinct demonstration."""
     threads: int = 0
