@@ -28,7 +28,7 @@ $(STAMP): pyproject.toml setup.py $(PLUGINS)
 	touch $(STAMP)
 
 # The learning demo (docs/learning_demo.md), with the real default model (SmolLM2-135M-Instruct) on the CPU, about
-# 8-9 min of CPU time (35-47 min of wall time measured on a shared 2-core machine at load 9-23): 64 games of Kuhn
+# 4 min on this 2-core machine at load 3-6 (35-47 min while it was shared, load 9-23): 64 games of Kuhn
 # poker played by the exact best response to a random opponent (seeds 0-63) -> sft (LoRA on the top 4 layers,
 # 3 epochs) -> greedy play before and after on 100 held-out games (seeds 10,000-10,099) in one process -> a table
 # with 95% intervals, the wall time, and a PNG. Kuhn poker because a decision is one short prompt and two answers,
