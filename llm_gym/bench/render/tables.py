@@ -181,7 +181,8 @@ def training_table(board: Leaderboard) -> Table | None:
                 "–" if wall is None else f"{wall / 60:.1f} min",
                 str(training.get("device")),
                 str(training.get("seed")),
-                str(training.get("curve_metric") or "–"),
+                # rows stored before curves named their metric plotted charts/episodic_return
+                str(training.get("curve_metric") or ("episodic return" if training.get("curve") else "–")),
                 "–" if gain is None else f"{gain:+.3f}",
                 str(training.get("run")),
             ]
