@@ -305,8 +305,7 @@ class OpenSpielEnv(SeatObservations, gym.Env):
         return action
 
     def _log_joint(self, joint: list[int]) -> None:
-        for player, action in enumerate(joint):
-            self._log.record(self.state, player, action)
+        self._log.record_joint(self.state, joint)
 
     # -- what the learner (or an opponent policy) sees ---------------------------------------------------------------
 

@@ -78,6 +78,16 @@ class MoveLog:
             prefix = "chance: " if player < 0 else self._played[player]
             self.moves.append((player, prefix + self.namer.name(state, player, action)))
 
+    def record_joint(self, state: Any, joint: Sequence[int]) -> None:
+        """Call before applying a simultaneous round's ``joint`` action: every acting seat's move is logged as one
+        round, so each seat is later told all the others' moves of that round (not only those of later seats)."""
+        if self.enabled:
+            start = len(self.moves)
+            for player, action in enumerate(joint):
+                if state.legal_actions(player):  # a seat with nothing to choose this round made no move
+                    self.seen[player] = start
+                    self.moves.append((player, self._played[player] + self.namer.name(state, player, action)))
+
     def recent(self, player: int) -> list[str]:
         """Other seats' moves (and chance outcomes) since ``player`` last moved."""
         if not self.enabled:

@@ -159,8 +159,7 @@ class OpenSpielAECEnv(SeatObservations, AECEnv):
             self._pending[player] = chosen
             if all(p in self._pending for p in range(self.num_players) if state.legal_actions(p)):
                 joint = [self._pending.get(p, 0) for p in range(self.num_players)]
-                for p, a in enumerate(joint):
-                    self._log.record(state, p, a)
+                self._log.record_joint(state, joint)
                 state.apply_actions(joint)
                 self._pending = {}
         else:

@@ -5,7 +5,8 @@
 Only per-player strings are used for imperfect-information games (OpenSpiel's ``observation_string(player)`` or
 ``information_state_string(player)``, chosen per game in the catalog); the full ``str(state)`` is used only where
 the game has perfect information. A few games whose strings are terse codes (Kuhn, Leduc, Liar's Dice) are spelled
-out, from the player's own string only, so nothing hidden can leak in. Everything is turned into printable ASCII
+out from the player's own string, with the seat that made each listed move taken from the history's order of play
+(public in these games; the chance outcomes are never read), so nothing hidden can leak in. Everything is turned into printable ASCII
 (suits, box drawing and card backs have ASCII spellings) so it fits the Text space.
 """
 
@@ -103,17 +104,27 @@ def player_view(spec: GameSpec, state: Any, player: int) -> str:
     else:
         raw = state.observation_string(player)
     if spec.name in _FORMATTERS:
-        return _formatted(spec.name, raw, state.get_game().num_players())
+        # The terse strings list the moves without saying whose they are; who moved when is public in these games
+        # (the turn order), so the seat of each move comes from the real history, its chance outcomes left out.
+        movers = tuple(m.player for m in state.full_history() if m.player >= 0) if spec.name in _MOVE_LISTS else ()
+        return _formatted(spec.name, raw, state.get_game().num_players(), player, movers)
     return ascii_text(raw).strip("\n")
 
 
 @functools.lru_cache(maxsize=4096)
-def _formatted(name: str, raw: str, num_players: int) -> str:
-    # Pure in the player's own string, and those repeat a lot in the small card games: cache the spelled-out text.
-    return ascii_text(_FORMATTERS[name](raw, num_players)).strip("\n")
+def _formatted(name: str, raw: str, num_players: int, player: int, movers: tuple[int, ...]) -> str:
+    # Pure in the seat's own string and the public order of play, and those repeat a lot in the small card games:
+    # cache the spelled-out text.
+    return ascii_text(_FORMATTERS[name](raw, num_players, player, movers)).strip("\n")
 
 
-def _chess(raw: str, num_players: int) -> str:
+def attributed(moves: Sequence[str], movers: Sequence[int], player: int) -> str:
+    """``player 0 (you): Pass, player 1: Bet``: each move with the seat that made it, oldest first."""
+    # strict: a string listing a different number of moves than the history holds is a parsing bug, not a guess.
+    return ", ".join(f"player {p}{' (you)' if p == player else ''}: {m}" for m, p in zip(moves, movers, strict=True))
+
+
+def _chess(raw: str, num_players: int, player: int, movers: tuple[int, ...]) -> str:
     fen = raw.strip()
     placement, side = fen.split()[:2]
     rows = []
@@ -125,18 +136,22 @@ def _chess(raw: str, num_players: int) -> str:
     return "\n".join(rows) + f"\nFEN: {fen}\n{to_move} to move."
 
 
-def _kuhn(raw: str, num_players: int) -> str:
-    # Information state = own card digit followed by the betting so far (p = pass, b = bet).
+def _kuhn(raw: str, num_players: int, player: int, movers: tuple[int, ...]) -> str:
+    # Information state = own card digit followed by the betting so far (p = pass, b = bet), seats taking turns.
     card, history = int(raw[0]), raw[1:]
     ranks = "JQKA"[: num_players + 1]
-    moves = ", ".join({"p": "Pass", "b": "Bet"}[c] for c in history) or "none yet"
+    moves = attributed([{"p": "Pass", "b": "Bet"}[c] for c in history], movers, player)
     return (
-        f"Your card: {ranks[card]} (cards from low to high: {' < '.join(ranks)})\nActions so far from player 0: {moves}"
+        f"Your card: {ranks[card]} (cards from low to high: {' < '.join(ranks)})\n"
+        f"Actions so far, oldest first: {moves or 'none yet'}"
     )
 
 
-def _leduc(raw: str, num_players: int) -> str:
+def _leduc(raw: str, num_players: int, player: int, movers: tuple[int, ...]) -> str:
+    # [Observer: 0][Private: 1][Round 1][Player: 1][Pot: 2][Money: 99 99][Round1: 1 2][Round2: ] (the round has no
+    # colon); the bets of both rounds, in order, are the players' moves of the history.
     fields = dict(f.split(": ", 1) if ": " in f else (f, "") for f in raw.strip("[]").split("]["))
+    betting_round = next((f.split(" ", 1)[1] for f in fields if f.startswith("Round ")), "?")
     suits = 2
     ranks = "JQKA"
 
@@ -146,25 +161,28 @@ def _leduc(raw: str, num_players: int) -> str:
     names = {"0": "Fold", "1": "Call", "2": "Raise"}
     lines = [f"Your private card: {card(fields['Private'])}"]
     lines.append(f"Public card: {card(fields['Public'])}" if "Public" in fields else "Public card: not revealed yet")
-    lines.append(f"Betting round: {fields.get('Round', '?').strip()}")
+    lines.append(f"Betting round: {betting_round}")
     lines.append(f"Pot: {fields.get('Pot', '?')}; money left per player: {fields.get('Money', '?')}")
+    done = 0
     for key in ("Round1", "Round2"):
         if key in fields:
-            moves = ", ".join(names.get(m, m) for m in fields[key].split()) or "none"
-            lines.append(f"Bets in round {key[-1]}: {moves}")
+            bets = [names.get(m, m) for m in fields[key].split()]
+            moves = attributed(bets, movers[done : done + len(bets)], player)
+            done += len(bets)
+            lines.append(f"Bets in round {key[-1]}, oldest first: {moves or 'none'}")
     return "\n".join(lines)
 
 
-def _liars_dice(raw: str, num_players: int) -> str:
+def _liars_dice(raw: str, num_players: int, player: int, movers: tuple[int, ...]) -> str:
     # Information state = own dice (one digit each), then each bid as quantity-face, then maybe "Liar".
     dice, _, bids = raw.partition(" ")
-    return (
-        f"Your dice: {' '.join(dice)}\n"
-        f"Bids so far, oldest first, starting with player 0 (quantity-face): {bids or 'none yet'}"
-    )
+    moves = attributed(bids.split(), movers, player)
+    return f"Your dice: {' '.join(dice)}\nBids so far, oldest first (quantity-face): {moves or 'none yet'}"
 
 
 _FORMATTERS = {"chess": _chess, "kuhn_poker": _kuhn, "leduc_poker": _leduc, "liars_dice": _liars_dice}
+_MOVE_LISTS = frozenset({"kuhn_poker", "leduc_poker", "liars_dice"})
+"""Games whose formatted text lists the moves so far (their formatters get the seat of each move)."""
 
 
 # -- the whole observation -----------------------------------------------------------------------------------------
