@@ -112,6 +112,7 @@ class BaselineAgent(Agent):
 
 class RandomAgent(BaselineAgent):
     name = "random"
+    reads_observation_text = False  # acts from info only
     description = "Uniformly random legal actions (a floor for every env)."
 
     def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
@@ -120,6 +121,7 @@ class RandomAgent(BaselineAgent):
 
 class ScriptedAgent(BaselineAgent):
     name = "scripted"
+    reads_observation_text = False  # acts from info only
     description = "Hand-written ball tracker for Breakout and Pong (a ceiling for simple learners)."
 
     def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:

@@ -96,6 +96,7 @@ class BestResponsePolicy:
 
 class BestResponseAgent(BaselineAgent):
     name = "best_response"
+    reads_observation_text = False  # acts from info only
     description = "Exact best response to a uniformly random opponent in small OpenSpiel games (poker and the like)."
     Config = BestResponseConfig
 

@@ -90,6 +90,7 @@ def replay(game: Any, history: Sequence[int]) -> Any:
 
 class MCTSAgent(BaselineAgent):
     name = "mcts"
+    reads_observation_text = False  # acts from info only
     description = "OpenSpiel's MCTS bot with random rollouts (determinized where information is hidden)."
     Config = MCTSAgentConfig
 

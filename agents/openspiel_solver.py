@@ -137,6 +137,7 @@ class SolverPolicy:
 
 class SolverAgent(BaselineAgent):
     name = "solver"
+    reads_observation_text = False  # acts from info only
     description = "Exact minimax play of small two-player OpenSpiel games (ties: best against a random opponent)."
     Config = SolverConfig
 

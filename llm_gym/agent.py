@@ -96,6 +96,10 @@ class Agent(abc.ABC):
     Config: ClassVar[type[AgentConfig]] = AgentConfig
     learns: ClassVar[bool] = True
     """False for baselines, whose ``train`` only records how they play."""
+    reads_observation_text: ClassVar[bool] = True
+    """False for agents whose play never depends on the observation text (they act from ``info``: legal actions,
+    the game's history or state), so a change of an env's text (``text_version``) leaves their stored bench results
+    valid."""
     fixed_on_resume: ClassVar[tuple[str, ...]] = ()
     """Config fields a resume cannot change (they set the shapes of what a checkpoint holds); ``train --resume``
     refuses a change to one, naming it, before touching the run."""

@@ -3,7 +3,9 @@
 The config hash covers the agent name, the resolved config and the checkpoint's content hash, so a changed setting
 or a retrained checkpoint is a new set of episodes, never mixed with the old ones. For a checkpoint entry the
 resolved config counts only the fields its run's saved config names (under their current names): an option added to
-the agent after the run was trained leaves the identity of the run's stored episodes as it was.
+the agent after the run was trained leaves the identity of the run's stored episodes as it was. An agent entry gets
+the same treatment from the store (:func:`keep_stored_identity`): a config field added to the agent since its
+episodes were stored leaves their identity as it was while the field keeps its default.
 """
 
 from __future__ import annotations
@@ -32,9 +34,24 @@ def short_hash(data: Any) -> str:
     return hashlib.sha256(canonical_json(data).encode()).hexdigest()[:16]
 
 
-def env_hash(env: SuiteEnv) -> str:
-    """Identity of an env's episodes: id, arguments and step cap (labels and games are names, not identity)."""
-    return short_hash({"id": env.env_id, "args": dict(env.args), "max_steps": env.max_steps})
+def env_hash(env: SuiteEnv, reads_text: bool = True) -> str:
+    """Identity of an env's episodes: id, arguments and step cap (labels and games are names, not identity), and for
+    an agent that reads the observation text, the text's version where the env's games are past version 1 (an env
+    whose text never changed keeps the hash it had before versions existed; an agent acting from ``info`` alone
+    keeps it whatever the text)."""
+    identity: dict[str, Any] = {"id": env.env_id, "args": dict(env.args), "max_steps": env.max_steps}
+    versions = text_versions(env) if reads_text else {}
+    if versions:
+        identity["text"] = versions
+    return short_hash(identity)
+
+
+def text_versions(env: SuiteEnv) -> dict[str, int]:
+    """``{game: observation-text version}`` of the env's games past version 1 (OpenSpiel's catalog says which)."""
+    from llm_gym.envs.openspiel.catalog import text_versions as openspiel_text_versions
+
+    task_ids = [*env.task_ids, *(t for ids in env.split_task_ids.values() for t in ids)]
+    return openspiel_text_versions(env.env_id, env.args, task_ids)
 
 
 def directory_hash(path: Path) -> str:
@@ -59,7 +76,12 @@ class ResolvedEntry:
     checkpoint: Path | None
     checkpoint_hash: str | None
     saved_fields: frozenset[str] | None = None
-    """Checkpoint entries: the config fields the run's saved config names; the identity counts only these."""
+    """The config fields the identity counts (None: all). Checkpoint entries: those the run's saved config names;
+    agent entries: those stored with their episodes, where only fields added since then differ (at their defaults,
+    see :func:`keep_stored_identity`)."""
+    reads_text: bool = True
+    """Whether the agent's play depends on the observation text (``Agent.reads_observation_text``): if so, its
+    episodes are keyed by the env's text version too (:func:`env_hash`)."""
 
     @cached_property
     def entry_hash(self) -> str:
@@ -96,7 +118,7 @@ def resolve_entry(entry: SuiteEntry) -> ResolvedEntry:
         assert entry.agent is not None
         agent_cls = get_agent(entry.agent)
         config = apply_overrides(agent_cls.Config(), _as_settings(entry.settings), source=f"entry {entry.name!r}")
-        return ResolvedEntry(entry, entry.agent, config, None, None)
+        return ResolvedEntry(entry, entry.agent, config, None, None, reads_text=agent_cls.reads_observation_text)
     path = Path(entry.checkpoint)
     if not path.is_absolute() and not path.exists():
         path = REPO_ROOT / path
@@ -110,7 +132,38 @@ def resolve_entry(entry: SuiteEntry) -> ResolvedEntry:
         path = run.latest_checkpoint() or path
     renamed = getattr(agent_cls.Config, "renamed", {})
     saved_fields = frozenset(renamed.get(key, key) for key in saved["config"])
-    return ResolvedEntry(entry, saved["agent"], config, path, directory_hash(path), saved_fields)
+    return ResolvedEntry(
+        entry, saved["agent"], config, path, directory_hash(path), saved_fields, agent_cls.reads_observation_text
+    )
+
+
+def keep_stored_identity(resolved: ResolvedEntry, stored: Mapping[tuple[str, str], Mapping[str, Any]]) -> ResolvedEntry:
+    """``resolved``, or the same agent entry under the identity its stored episodes have, when its config differs
+    from the one stored with them only by fields the stored config does not name (added to the agent later) and
+    those fields have their default values.
+
+    ``stored`` is :meth:`EpisodeStore.entry_info` (``(entry, entry_hash) -> {agent, config, ...}``). A candidate
+    counts only if hashing the current config restricted to the stored fields gives exactly the stored hash, so a
+    changed value of a known field, a changed agent or a field set away from its default is still a new identity.
+    """
+    if resolved.checkpoint is not None or (resolved.name, resolved.entry_hash) in stored:
+        return resolved  # checkpoint entries count only the fields their run saved; a stored current identity wins
+    current = dataclasses.asdict(resolved.config)
+    try:
+        defaults = dataclasses.asdict(type(resolved.config)())
+    except (TypeError, ValueError):
+        return resolved  # a config without defaults for every field: no field can have been added with one
+    for (entry, entry_hash), info in stored.items():
+        if entry != resolved.name or info.get("agent") != resolved.agent_name:
+            continue
+        known = frozenset(info.get("config", {}))
+        newer = current.keys() - known
+        if not known <= current.keys() or any(canonical_json(current[k]) != canonical_json(defaults[k]) for k in newer):
+            continue
+        candidate = dataclasses.replace(resolved, saved_fields=known)
+        if candidate.entry_hash == entry_hash:
+            return candidate
+    return resolved
 
 
 def _as_settings(settings: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_gym.bench.entries import ResolvedEntry, canonical_json, env_hash, resolve_entry
+from llm_gym.bench.entries import ResolvedEntry, canonical_json, env_hash, keep_stored_identity, resolve_entry
 from llm_gym.bench.recording import BenchEnvConfig, DetailsBoard, RecordingPolicy
 from llm_gym.bench.store import EpisodeRow, EpisodeStore
 from llm_gym.bench.suite import Suite, SuiteEnv
@@ -70,6 +70,7 @@ def resolve_entries(suite: Suite, store: EpisodeStore | None = None) -> tuple[di
     """Every entry of the suite checked and hashed (bad agents or settings raise before anything plays), and the
     checkpoint entries whose checkpoint is not on this machine (skipped: their stored episodes stay and render)."""
     resolved, skipped = {}, {}
+    stored = store.entry_info() if store is not None else {}
     for entry in suite.entries:
         if entry.checkpoint is not None and not _checkpoint_exists(entry.checkpoint):
             held = store.count_entry(entry.name, suite.name) if store is not None else 0
@@ -77,7 +78,7 @@ def resolve_entries(suite: Suite, store: EpisodeStore | None = None) -> tuple[di
                 f" (the store's {held} episodes of it stay in the leaderboard)" if held else ""
             )
             continue
-        resolved[entry.name] = resolve_entry(entry)
+        resolved[entry.name] = keep_stored_identity(resolve_entry(entry), stored)
     return resolved, skipped
 
 
@@ -100,7 +101,7 @@ def plan(
         for env in suite.envs:
             if not entry.plays(env):
                 continue
-            have = store.keys(entry.name, identity.entry_hash, env.label, env_hash(env))
+            have = store.keys(entry.name, identity.entry_hash, env.label, env_hash(env, identity.reads_text))
             for split in suite.entry_splits(entry):
                 specs = suite.episodes_of(entry, env, split)
                 missing = [s for s in specs if (s.seed, s.task_id) not in have]
@@ -187,7 +188,7 @@ def episode_row(suite: str, entry: ResolvedEntry, env: SuiteEnv, unit: WorkUnit,
         game=env.game,
         env_id=env.env_id,
         env_args=canonical_json(dict(env.args)),
-        env_hash=env_hash(env),
+        env_hash=env_hash(env, entry.reads_text),
         task_id=unit.task_ids[k],
         seed=result.seed,
         episode_return=float(result.episode_return),

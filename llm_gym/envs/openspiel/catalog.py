@@ -11,7 +11,7 @@ one game are ordered from small/easy to big/hard, so variant 0 (the default of `
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
@@ -54,6 +54,11 @@ class GameSpec:
     """How the MCTS opponent samples a full state consistent with what it may see (imperfect information):
     ``native`` = OpenSpiel's ``resample_from_infostate``, ``chance`` = resample hidden chance outcomes,
     ``history`` = resample other players' hidden moves. ``none``: perfect information, nothing to hide."""
+    text_version: int = 1
+    """Version of the observation text, raised when what a seat reads changes in a way that may change a text
+    agent's play; stored bench results of agents that read the text are keyed by it (:func:`text_versions`).
+    2 (2026-11-23): every listed move names the seat that made it (Kuhn credited all to player 0, Leduc and Liar's
+    Dice named none, goofspiel's later seats missed the earlier seats' bids)."""
 
     @property
     def task_index(self) -> int:
@@ -81,6 +86,7 @@ GAMES: tuple[GameSpec, ...] = (
         max_turns=16,
         view="information_state",
         roles=("P0", "P1", "P2"),
+        text_version=2,
     ),
     GameSpec(
         "liars_dice",
@@ -89,6 +95,7 @@ GAMES: tuple[GameSpec, ...] = (
         max_turns=61,
         view="information_state",
         determinize="chance",
+        text_version=2,
     ),
     GameSpec(
         "leduc_poker",
@@ -97,6 +104,7 @@ GAMES: tuple[GameSpec, ...] = (
         max_turns=14,
         view="information_state",
         determinize="native",
+        text_version=2,
     ),
     GameSpec(
         "gin_rummy",
@@ -259,6 +267,7 @@ GAMES: tuple[GameSpec, ...] = (
         max_turns=6,
         view="information_state",
         determinize="native",
+        text_version=2,
     ),
     GameSpec(
         "breakthrough",
@@ -279,6 +288,28 @@ def game_spec(name: str) -> GameSpec:
     if name not in _BY_NAME:
         raise UnknownNameError("OpenSpiel game", name, GAME_NAMES, hint="See docs/openspiel.md for the list.")
     return _BY_NAME[name]
+
+
+def text_versions(env_id: str, args: Mapping[str, Any], task_ids: Iterable[int] = ()) -> dict[str, int]:
+    """``{game: text_version}`` of the games an env plays whose observation text is past version 1 (``{}`` for
+    every other env, OpenSpiel or not): the part of an env's identity that only text-reading agents depend on.
+
+    ``OpenSpiel-<game>-v0`` plays one game; ``OpenSpiel-v0`` plays the games of ``task_ids`` (none: its ``config``
+    task, as a reset without a task id does), or the one named by a ``game`` argument."""
+    if not env_id.startswith("OpenSpiel-") or not env_id.endswith("-v0"):
+        return {}
+    name = env_id[len("OpenSpiel-") : -len("-v0")] if env_id != "OpenSpiel-v0" else args.get("game")
+    if name:
+        games = [_BY_NAME[name]] if name in _BY_NAME else []
+    else:
+        profile = args.get("profile", "default")
+        games = []
+        for task_id in list(task_ids) or [int(args.get("config", 0))]:
+            try:
+                games.append(decode_task_id(task_id, profile).game)
+            except (ValueError, TypeError):
+                continue  # not a task of this env: making it fails with its own clear error
+    return {g.name: g.text_version for g in sorted(games, key=GAMES.index) if g.text_version > 1}
 
 
 Profile = Literal["default", "affinetes"]
