@@ -33,6 +33,10 @@ class SFTConfig(LocalLMConfig):
     """Share of the demo *episodes* (never single decisions of an episode) held out for the validation loss."""
     max_demos: int = 0
     """Use at most this many decisions of the file (the first ones, whole episodes); 0: all."""
+    init_adapter: str = ""
+    """Start from this sft or ppo_lora checkpoint's adapter and value head (a run directory: its newest checkpoint)
+    instead of a fresh LoRA, e.g. to continue on more demos. Its LoRA must sit on the layers ``trainable_layers``
+    gives. The optimiser and schedule start fresh (``--resume`` continues a run of its own instead)."""
 
     # -- LoRA (as in ppo_lora) ---------------------------------------------------------------------------------
     trainable_layers: int = 8
@@ -52,6 +56,10 @@ class SFTConfig(LocalLMConfig):
     """Passes over the training demos."""
     batch_size: int = 16
     """Demos per gradient step."""
+    micro_batch_size: int = 16
+    """Demos per forward/backward pass: a larger ``batch_size`` accumulates the gradient over micro-batches (the
+    same gradient, less memory). Memory grows with it: LoRA on every layer of the default model in float32 takes
+    about 0.5 GiB per tic-tac-toe demo (batch_size=64 in one pass ran out of 24 GiB)."""
     learning_rate: float = 5e-4
     """Peak AdamW learning rate (LoRA weights and value head); cosine decay to min_lr_ratio after warmup_steps."""
     warmup_steps: int = 5
@@ -83,17 +91,27 @@ class SFTConfig(LocalLMConfig):
     """Record the first evaluation episode as an mp4 where the env renders frames."""
     keep_checkpoints: int = 2
     """Epoch checkpoints kept (the best-evaluation checkpoint is kept besides them)."""
+    checkpoint_every: int = 0
+    """Also checkpoint every N gradient steps inside an epoch, so a killed long epoch resumes where it was
+    (``--resume``); 0: at the end of each epoch only."""
     progress: bool = True
     """Show a progress bar and print the before/after table at the end."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("epochs", "batch_size", "lora_rank", "max_new_tokens"):
+        for name in ("epochs", "batch_size", "micro_batch_size", "lora_rank", "max_new_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0.0 <= self.validation_fraction < 1.0:
             raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
-        for name in ("trainable_layers", "max_demos", "eval_every", "eval_episodes", "warmup_steps"):
+        for name in (
+            "trainable_layers",
+            "max_demos",
+            "eval_every",
+            "eval_episodes",
+            "warmup_steps",
+            "checkpoint_every",
+        ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
 
@@ -103,6 +121,7 @@ class SFTConfig(LocalLMConfig):
         shared = {f.name for f in fields(PPOLoRAConfig)} & {f.name for f in fields(self)} - {
             "total_steps",
             "eval_every",
+            "checkpoint_every",
         }
         values = {name: getattr(self, name) for name in shared}
         return PPOLoRAConfig(**values, checkpoint_every=0)

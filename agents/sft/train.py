@@ -22,8 +22,8 @@ import torch
 from llm_gym import training
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.acting import strategy_for
-from llm_gym.agents.ppo_lora.model import ADAPTER_DIR, VALUE_HEAD_FILE, ActorCritic
-from llm_gym.agents.ppo_lora.train import evaluate
+from llm_gym.agents.ppo_lora.model import VALUE_HEAD_FILE, ActorCritic
+from llm_gym.agents.ppo_lora.train import evaluate, initial_actor_critic
 from llm_gym.agents.ppo_lora.update import padded_hidden
 from llm_gym.agents.sft.config import SFTConfig
 from llm_gym.agents.sft.data import DemoEncoder, DemoExample, load_records, split_episodes
@@ -72,18 +72,30 @@ class Batches:
             [[self.parts[i][1]] for i in index],
         )
 
-    def losses(self, ac: ActorCritic, index: Sequence[int], config: SFTConfig, train: bool) -> dict[str, torch.Tensor]:
+    def answer_tokens(self, index: Sequence[int]) -> int:
+        """Answer tokens of these demos (what the answer loss averages over)."""
+        return sum(len(self.parts[i][1]) for i in index)
+
+    def losses(
+        self,
+        ac: ActorCritic,
+        index: Sequence[int],
+        config: SFTConfig,
+        train: bool,
+        share: tuple[int, int] | None = None,
+    ) -> dict[str, torch.Tensor]:
         """Answer cross-entropy (mean over the batch's answer tokens), the demo answers' mean probability, and the
-        value head's MSE to the returns-to-go."""
+        value head's MSE to the returns-to-go. With ``share`` = (answer tokens, demos) of the whole batch that these
+        demos are a micro-batch of, ``loss`` is this micro-batch's part of the batch's loss (the parts sum to it)."""
         batch = self._pack(ac, index)
         hidden = padded_hidden([self.hidden[i] for i in index], batch.input_ids.shape[1]).to(ac.device)
         out, values = ac.top(hidden, batch, "train" if train else "rollout")
         targets = torch.tensor([self.examples[i].return_to_go for i in index], device=values.device)
-        value_loss = 0.5 * ((values - config.reward_scale * targets) ** 2).mean()
-        answer_loss = -out.token_logprobs.mean()
-        loss = answer_loss + config.value_coef * value_loss
-        return {"loss": loss, "answer_loss": answer_loss, "answer_prob": out.seq_logprobs.exp().mean(),
-                "value_loss": value_loss}  # fmt: skip
+        squared = 0.5 * (values - config.reward_scale * targets) ** 2
+        tokens, demos = share or (out.token_logprobs.numel(), len(index))
+        loss = -out.token_logprobs.sum() / tokens + config.value_coef * squared.sum() / demos
+        return {"loss": loss, "answer_loss": -out.token_logprobs.mean(), "answer_prob": out.seq_logprobs.exp().mean(),
+                "value_loss": squared.mean()}  # fmt: skip
 
 
 @torch.no_grad()
@@ -110,7 +122,7 @@ def train(config: SFTConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callb
     lora = config.as_ppo_lora()
     strategy = strategy_for(lora)
     resume = run.resumed_from
-    ac = ActorCritic(lora, traits.instructions, adapter=resume / ADAPTER_DIR if resume else None)
+    ac = initial_actor_critic(lora, traits.instructions, resume)
     encoder = DemoEncoder(ac.builder, with_end=config.score_with_end or config.action_mode == "generate")
     train_data = Batches(ac, [encoder.encode(r) for r in train_records], config.batch_size)
     val_data = Batches(ac, [encoder.encode(r) for r in val_records], config.batch_size)
@@ -123,9 +135,12 @@ def train(config: SFTConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callb
         optimizer, lambda s: cosine_schedule(s, total_steps, 1.0, config.min_lr_ratio, warmup=warmup)
     )
     generator = torch.Generator().manual_seed(config.seed)
-    counters, epoch, evaluations = training.Counters(), 0, []
+    counters, evaluations = training.Counters(), []
+    epoch, position, epoch_start, sums = 0, 0, generator.get_state(), {}
     if resume:
-        epoch, evaluations = _load_state(resume, ac, optimizer, scheduler, generator, counters)
+        epoch, evaluations, (position, epoch_start, sums) = _load_state(
+            resume, ac, optimizer, scheduler, generator, counters
+        )
         ac.refresh()
     training.training_started(callbacks, env.env_id, config, counters)
 
@@ -134,6 +149,7 @@ def train(config: SFTConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callb
         torch.save(
             {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
              "generator": generator.get_state(), "counters": counters.state_dict(), "epoch": epoch,
+             "position": position, "epoch_start": epoch_start, "epoch_sums": sums,
              "evaluations": [e.as_dict() for e in evaluations]},
             directory / STATE_FILE,
         )  # fmt: skip
@@ -154,23 +170,25 @@ def train(config: SFTConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callb
     clock = training.Clock(counters)
     with progress:
         task = progress.add_task(f"{agent} {env.env_id}", total=config.epochs * len(train_data), status="",
-                                 completed=epoch * len(train_data))  # fmt: skip
+                                 completed=epoch * len(train_data) + position)  # fmt: skip
         while epoch < config.epochs and not stopped:
+            if position:  # resumed inside an epoch: draw the same order again and go on after the last step done
+                generator.set_state(epoch_start)
+            else:
+                epoch_start, sums = generator.get_state(), {}
             order = torch.randperm(len(train_data), generator=generator).tolist()
-            sums: dict[str, float] = {}
             ac.model.train()
             try:
-                for start in range(0, len(order), config.batch_size):
+                for start in range(position, len(order), config.batch_size):
                     index = order[start : start + config.batch_size]
-                    losses = train_data.losses(ac, index, config, train=True)
                     optimizer.zero_grad(set_to_none=True)
-                    losses["loss"].backward()
+                    step_scalars = _accumulate(train_data, ac, index, config)
                     grad_norm = torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
                     optimizer.step()
                     scheduler.step()
                     counters.update += 1
                     counters.global_step += len(index)
-                    step_scalars = {f"train/{k}": float(v.detach()) for k, v in losses.items()}
+                    position = start + len(index)
                     step_scalars |= {
                         "train/grad_norm": float(grad_norm),
                         "train/learning_rate": scheduler.get_last_lr()[0],
@@ -183,10 +201,13 @@ def train(config: SFTConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callb
                         advance=len(index),
                         status=f"epoch {epoch + 1} loss {step_scalars['train/answer_loss']:.3f}",
                     )
+                    mid_epoch = position < len(order)  # the epoch's end writes its own checkpoint below
+                    if config.checkpoint_every and counters.update % config.checkpoint_every == 0 and mid_epoch:
+                        training.checkpointed(run, callbacks, counters, config.keep_checkpoints, save)
             finally:
                 ac.model.eval()
                 ac.refresh()
-            epoch += 1
+            epoch, position = epoch + 1, 0
             clock.tick()
             epoch_means = {k.replace("train/", "train_epoch/"): v / steps_per_epoch for k, v in sums.items()}
             scalars = epoch_means | validate(ac, val_data, config)
@@ -221,10 +242,26 @@ def train(config: SFTConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callb
     return training.finished(run, callbacks, counters, summary)
 
 
+def _accumulate(data: Batches, ac: ActorCritic, index: Sequence[int], config: SFTConfig) -> dict[str, float]:
+    """Backward of one batch's loss in micro-batches of ``config.micro_batch_size`` (gradients add up to the whole
+    batch's); returns the batch's losses (the answer loss per answer token, the others per demo)."""
+    share = (data.answer_tokens(index), len(index))
+    scalars: dict[str, float] = {}
+    for start in range(0, len(index), config.micro_batch_size):
+        micro = index[start : start + config.micro_batch_size]
+        losses = data.losses(ac, micro, config, train=True, share=share)
+        losses["loss"].backward()
+        weights = {"loss": 1.0, "answer_loss": data.answer_tokens(micro) / share[0]}
+        for key, value in losses.items():
+            weight = weights.get(key, len(micro) / share[1])
+            scalars[f"train/{key}"] = scalars.get(f"train/{key}", 0.0) + weight * float(value.detach())
+    return scalars
+
+
 def _load_state(
     directory: Path, ac: ActorCritic, optimizer: Any, scheduler: Any, generator: torch.Generator,
     counters: training.Counters,
-) -> tuple[int, list[EvaluationRecord]]:  # fmt: skip
+) -> tuple[int, list[EvaluationRecord], tuple[int, torch.Tensor, dict[str, float]]]:  # fmt: skip
     try:
         ac.load_value_head(directory)
         data = torch.load(directory / STATE_FILE, map_location="cpu", weights_only=True)
@@ -236,7 +273,10 @@ def _load_state(
     restored = training.Counters.from_state_dict(data["counters"])
     for name, value in vars(restored).items():
         setattr(counters, name, value)
-    return int(data["epoch"]), [EvaluationRecord.from_dict(e) for e in data["evaluations"]]
+    evaluations = [EvaluationRecord.from_dict(e) for e in data["evaluations"]]
+    # Checkpoints written before mid-epoch checkpoints existed are all at an epoch's end.
+    inside = (int(data.get("position", 0)), data.get("epoch_start", generator.get_state()), data.get("epoch_sums", {}))
+    return int(data["epoch"]), evaluations, inside
 
 
 __all__ = ["STATE_FILE", "VALUE_HEAD_FILE", "train"]

@@ -28,6 +28,7 @@ from llm_gym.cli.common import (
 from llm_gym.cli.task_report import episode_task_ids
 from llm_gym.config import parse_assignments, to_dict
 from llm_gym.demos.record import DemoSummary, record_demos, trace_expected_stdout
+from llm_gym.demos.tree import record_demo_tree
 from llm_gym.envs.catalog import env_family, env_ids, env_spec
 from llm_gym.envs.catalog import make as make_env
 from llm_gym.errors import ConfigError, UnsupportedEnvError
@@ -63,6 +64,14 @@ def demos(
         typer.Option("--task-ids", help="Task ids FIRST-LAST: each in turn, or uniform draws when more than episodes."),
     ] = None,
     append: Annotated[bool, typer.Option("--append", help="Add to an existing --out file.")] = False,
+    all_replies: Annotated[
+        bool,
+        typer.Option(
+            "--all-replies",
+            help="Walk the game tree instead of playing --episodes: the agent in every seat against every legal "
+            "opponent move, one line per distinct decision (small deterministic turn-based OpenSpiel games).",
+        ),
+    ] = False,
     model: ModelOption = None,
     backend: BackendOption = None,
     sets: SetOption = None,
@@ -88,6 +97,14 @@ def demos(
     policy, source, env_kwargs = _source(agent, env, env_kwargs, sets, config_file, model, backend, seed)
     env_config = EnvConfig(env, env_kwargs)
     _check_text_env(env_config)
+    if all_replies:
+        if policy is None or tasks is not None:
+            raise ConfigError(
+                "--all-replies walks an OpenSpiel game with an agent; it takes no ground truth or --task-ids"
+            )
+        summary = record_demo_tree(policy, env_config, out, source=source, seed=seed)
+        _report(summary, source, env_config, as_json)
+        return
     summary = record_demos(
         policy, env_config, episodes, out, source=source, seed=seed, num_envs=num_envs, max_steps=max_steps,
         task_ids=tasks, ground_truth=trace_expected_stdout if policy is None else None,
