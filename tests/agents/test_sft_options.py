@@ -1,0 +1,116 @@
+"""sft's options for long runs, on tiny random models: micro-batches give the whole batch's gradient, a run starts
+from another checkpoint's adapter (``init_adapter``), and a run killed inside an epoch resumes from its mid-epoch
+checkpoint to the same weights as an uninterrupted run."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from sft_demos import write_demos  # tests/agents/sft_demos.py
+from safetensors.torch import load_file
+
+from llm_gym.agent import EnvConfig
+from llm_gym.agents.ppo_lora.model import ActorCritic
+from llm_gym.agents.sft import SFTAgent
+from llm_gym.agents.sft.config import SFTConfig
+from llm_gym.agents.sft.data import DemoEncoder
+from llm_gym.agents.sft.train import Batches, _accumulate
+from llm_gym.config import to_dict
+from llm_gym.demos.format import read_demos
+from llm_gym.envs.protocol import EnvTraits
+from llm_gym.errors import CheckpointError
+from llm_gym.plugins import get_agent
+from llm_gym.runs import Run
+
+TTT = "OpenSpiel-tic_tac_toe-v0"
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from llm_gym.lm.testing import make_tiny_model
+
+    return make_tiny_model(tmp_path_factory.mktemp("tiny-lm"), layers=2, hidden=64, init_std=0.1)
+
+
+@pytest.fixture(scope="module")
+def ttt_demos(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    env = EnvConfig(TTT)
+    return write_demos(tmp_path_factory.mktemp("demos") / "ttt.jsonl", env, get_agent("solver")().policy(env), 8)
+
+
+def _settings(model: Path, demos: Path, **overrides) -> SFTConfig:
+    base = dict(model=str(model), demos=str(demos), dtype="float32", threads=1, trainable_layers=1, progress=False)
+    base |= dict(eval_episodes=0, batch_size=8, learning_rate=3e-3, warmup_steps=0)
+    return SFTConfig(**{**base, **overrides})
+
+
+def _train(path: Path, config: SFTConfig, resume: bool = False) -> tuple[dict, Run]:
+    run = Run.open(path) if resume else Run.create(TTT, "sft", to_dict(config), path=path)
+    if resume:
+        run.resumed_from = run.latest_checkpoint()
+    try:
+        return SFTAgent(config).train(EnvConfig(TTT), run), run
+    finally:
+        run.close()
+
+
+def _adapter(checkpoint: Path) -> dict[str, torch.Tensor]:
+    return load_file(str(checkpoint / "adapter" / "adapter_model.safetensors"))
+
+
+def test_micro_batches_give_the_whole_batch_gradient(tiny_model_dir: Path, ttt_demos: Path) -> None:
+    config = _settings(tiny_model_dir, ttt_demos)
+    ac = ActorCritic(config.as_ppo_lora(), EnvTraits.probe(EnvConfig(TTT)).instructions)
+    examples = [DemoEncoder(ac.builder, True).encode(r) for r in read_demos(ttt_demos)[:7]]
+    data = Batches(ac, examples, batch_size=4)
+    params = ac.trainable_parameters()
+    gradients, logged = [], []
+    for micro in (7, 3, 1):
+        for p in params:
+            p.grad = None
+        logged.append(_accumulate(data, ac, list(range(7)), _settings(tiny_model_dir, ttt_demos, micro_batch_size=micro)))
+        gradients.append([p.grad.clone() for p in params])
+    for other in gradients[1:]:
+        assert all(torch.allclose(a, b, rtol=1e-4, atol=1e-7) for a, b in zip(gradients[0], other, strict=True))
+    for other in logged[1:]:
+        assert other == pytest.approx(logged[0], rel=1e-4)  # the logged losses are the whole batch's too
+
+
+def test_a_run_starts_from_another_checkpoints_adapter(tiny_model_dir: Path, ttt_demos: Path, tmp_path: Path) -> None:
+    first, _ = _train(tmp_path / "first", _settings(tiny_model_dir, ttt_demos, epochs=2))
+    # With a learning rate of 0 the run ends where it started: exactly the first run's adapter and losses.
+    still = _settings(tiny_model_dir, ttt_demos, epochs=1, learning_rate=0.0, init_adapter=str(tmp_path / "first"))
+    second, _ = _train(tmp_path / "second", still)
+    a, b = _adapter(Path(first["checkpoint"])), _adapter(Path(second["checkpoint"]))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert second["validation"] == pytest.approx(first["validation"], rel=1e-5)
+    fresh, _ = _train(tmp_path / "fresh", _settings(tiny_model_dir, ttt_demos, epochs=1, learning_rate=0.0))
+    assert fresh["validation"]["val/answer_loss"] > first["validation"]["val/answer_loss"]
+    with pytest.raises(CheckpointError, match="does not exist"):
+        _train(tmp_path / "bad", _settings(tiny_model_dir, ttt_demos, init_adapter=str(tmp_path / "missing")))
+
+
+def test_a_run_killed_inside_an_epoch_resumes_to_the_same_weights(
+    tiny_model_dir: Path, ttt_demos: Path, tmp_path: Path
+) -> None:
+    config = _settings(tiny_model_dir, ttt_demos, epochs=2, batch_size=4, checkpoint_every=1, keep_checkpoints=100)
+    straight, run = _train(tmp_path / "straight", config)
+    steps = [step for step, _ in run.checkpoints()]
+    per_epoch = straight["demo_decisions"]["train"]
+    inside = [s for s in steps if s < per_epoch][1]  # the second step of epoch 1: a mid-epoch checkpoint
+    assert inside % per_epoch and inside + 4 < per_epoch
+    # The "killed" copy: the run directory as it was when the mid-epoch checkpoint was its newest.
+    killed = tmp_path / "killed"
+    shutil.copytree(run.path, killed)
+    for step in steps:
+        if step > inside:
+            shutil.rmtree(killed / "checkpoints" / f"step_{step}")
+    (killed / "summary.json").unlink(missing_ok=True)
+    resumed, again = _train(killed, config, resume=True)
+    assert resumed["updates"] == straight["updates"] and resumed["epochs"] == 2
+    a, b = _adapter(Path(straight["checkpoint"])), _adapter(Path(resumed["checkpoint"]))
+    assert Path(straight["checkpoint"]).name == Path(resumed["checkpoint"]).name
+    assert all(torch.equal(a[k], b[k]) for k in a), "the resumed run's adapter differs from the uninterrupted run's"

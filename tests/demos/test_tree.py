@@ -1,0 +1,77 @@
+"""``llm-gym demos --all-replies`` on real OpenSpiel: the solver's tic-tac-toe tree holds every decision it meets
+in sampled games, each distinct decision once, answers that replay legally in the env, and expected returns
+against a random opponent; games with chance are refused in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from llm_gym.agent import EnvConfig
+from llm_gym.cli import build_app
+from llm_gym.demos import read_demos
+from llm_gym.demos.record import record_demos
+from llm_gym.demos.tree import record_demo_tree
+from llm_gym.errors import UnsupportedEnvError
+from llm_gym.plugins import get_agent
+
+TTT = "OpenSpiel-tic_tac_toe-v0"
+
+
+@pytest.fixture(scope="module")
+def solver_tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    out = tmp_path_factory.mktemp("tree") / "tree.jsonl"
+    env = EnvConfig(TTT)
+    summary = record_demo_tree(get_agent("solver")().policy(env), env, out, source={"agent": "solver"})
+    return out, summary
+
+
+def _key(record) -> tuple[str, ...]:
+    return tuple(m["content"] for m in record.messages)
+
+
+def test_the_tree_holds_every_decision_of_sampled_games_once(solver_tree, tmp_path: Path) -> None:
+    out, summary = solver_tree
+    tree = read_demos(out)
+    assert summary.decisions == len(tree) > 100 and summary.episodes > len(tree) / 2
+    prompts = [_key(r)[:-1] for r in tree]
+    assert len(set(prompts)) == len(prompts)  # one answer per distinct prompt, each once
+    seats = {"you are player 0" in r.messages[1]["content"] for r in tree}
+    assert seats == {True, False}  # both seats walked
+
+    # Games against random and MCTS opponents meet only decisions the tree holds (the solver is deterministic).
+    env = EnvConfig(TTT)
+    sampled = tmp_path / "sampled.jsonl"
+    record_demos(get_agent("solver")().policy(env), env, 30, sampled, source={"agent": "solver"}, seed=7)
+    assert {_key(r) for r in read_demos(sampled)} <= set(map(_key, tree))
+
+
+def test_answers_are_legal_and_returns_are_expected_values(solver_tree) -> None:
+    tree = read_demos(solver_tree[0])
+    for record in tree:
+        legal = [line.split(" -> ")[1] for line in record.messages[1]["content"].splitlines() if " -> " in line]
+        assert record.messages[-1]["content"] in legal
+        assert -1.0 <= record.return_to_go <= 1.0
+        if record.reward == 1.0:  # the move wins at once: that is its whole return
+            assert record.return_to_go == 1.0
+    # The solver never loses: no decision has a negative expected return against a random opponent.
+    assert min(r.return_to_go for r in tree) >= 0.0
+    assert "every opponent reply" in tree[0].source["walk"]
+
+
+def test_the_cli_writes_the_tree_and_refuses_games_with_chance(tmp_path: Path) -> None:
+    out = tmp_path / "t.jsonl"
+    result = CliRunner().invoke(build_app(), ["demos", "--agent", "solver", "--env", TTT, "--all-replies",
+                                              "--env-arg", "opponent=mcts", "--out", str(out), "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    records = read_demos(out)
+    assert report["decisions"] == len(records) and "an MCTS player" in records[0].messages[0]["content"]
+    result = CliRunner().invoke(build_app(), ["demos", "--agent", "random", "--env", "OpenSpiel-kuhn_poker-v0",
+                                              "--all-replies", "--out", str(tmp_path / "k.jsonl")])  # fmt: skip
+    assert result.exit_code == 2 and "deterministic turn-based" in result.output
+    with pytest.raises(UnsupportedEnvError, match="not an OpenSpiel env"):
+        record_demo_tree(None, EnvConfig("Trace-v0"), tmp_path / "x", source={})  # type: ignore[arg-type]
