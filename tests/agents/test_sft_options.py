@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from sft_demos import write_demos  # tests/agents/sft_demos.py
 from safetensors.torch import load_file
+from sft_demos import write_demos  # tests/agents/sft_demos.py
 
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
