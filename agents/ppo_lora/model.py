@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
+from llm_gym.agents.ppo_lora.tokens import check_tokenizer_record, write_tokenizer_record
 from llm_gym.lm.forward import PackedOutput, PrefixCache, compute_prefix
 from llm_gym.lm.models import load_causal_lm, resolve_model
 from llm_gym.lm.packing import PackedBatch, pack
@@ -63,6 +64,8 @@ class ActorCritic:
         self.split = SplitLM(self.model, self.split_layer)
         self.pad_id = self.tokenizer.pad_token_id
         self.use_instructions(instructions)
+        if adapter is not None:
+            check_tokenizer_record(Path(adapter), self.tokenizer, self.builder.answer_end_ids)
 
     def use_instructions(self, instructions: str) -> None:
         """Make ``instructions`` the system prompt whose prefix is cached. Prompts with other rules (another task's)
@@ -164,6 +167,7 @@ class ActorCritic:
     def save(self, directory: Path) -> None:
         """Adapter via ``save_pretrained`` (plain peft loads it onto the base model) and the value head."""
         self.model.save_pretrained(str(directory / ADAPTER_DIR))
+        write_tokenizer_record(directory / ADAPTER_DIR, self.tokenizer, self.builder.answer_end_ids)
         torch.save(self.value_head.state_dict(), directory / VALUE_HEAD_FILE)
 
     def load_value_head(self, directory: Path) -> None:

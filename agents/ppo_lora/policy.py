@@ -36,8 +36,13 @@ def checkpoint_policy(config: PPOLoRAConfig, env: EnvConfig, checkpoint: Path | 
     if checkpoint is not None:
         from peft import PeftModel
 
+        from llm_gym.agents.ppo_lora.tokens import check_tokenizer_record
+        from llm_gym.lm.prompts import PromptBuilder
+
+        adapter = adapter_dir(Path(checkpoint))
+        check_tokenizer_record(adapter, tokenizer, PromptBuilder(tokenizer, "").answer_end_ids)
         with quiet_peft():
-            model = PeftModel.from_pretrained(model, str(adapter_dir(Path(checkpoint)))).merge_and_unload()
+            model = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
         model.eval()
         value_head = load_value_head(Path(checkpoint), model.config.hidden_size, device)
     backend = HFBackend.from_model(model, tokenizer, score_with_end=config.score_with_end, value_head=value_head)
