@@ -1,0 +1,97 @@
+"""Audit a tic-tac-toe checkpoint on every position the exact solver can face: its greedy move against minimax.
+
+Plays nothing: for each decision of ``llm-gym demos --agent solver --all-replies`` (written here unless ``--demos``
+names such a file), it asks the checkpoint's policy for its greedy move and rates that move and every legal one by
+exact game value (win 1, draw 0, loss -1 with best play after it). Prints JSON: positions, how many moves agree
+with the solver, how many have a lower value than the best (suboptimal), and how many turn a won or drawn
+position into a lost one, with a few examples. The move values are computed here from the board, independently
+of the solver that wrote the demos.
+
+    python scripts/ttt_audit.py runs/RUN/checkpoints/step_N [--opponent mcts] [--demos tree.jsonl]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import tempfile
+from pathlib import Path
+
+from llm_gym.agent import EnvConfig, load_policy
+from llm_gym.demos import read_demos
+from llm_gym.demos.tree import record_demo_tree
+from llm_gym.plugins import get_agent
+
+ENV_ID = "OpenSpiel-tic_tac_toe-v0"
+LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
+
+
+def winner(board: str) -> str | None:
+    for a, b, c in LINES:
+        if board[a] != "." and board[a] == board[b] == board[c]:
+            return board[a]
+    return None
+
+
+@functools.cache
+def value(board: str, me: str, to_move: str) -> int:
+    """Exact value of ``board`` for ``me`` with ``to_move`` to play (both sides play perfectly from here)."""
+    won = winner(board)
+    if won:
+        return 1 if won == me else -1
+    if "." not in board:
+        return 0
+    other = "o" if to_move == "x" else "x"
+    values = [value(board[:i] + to_move + board[i + 1 :], me, other) for i, cell in enumerate(board) if cell == "."]
+    return max(values) if to_move == me else min(values)
+
+
+def parse(observation: str) -> tuple[str, str, list[int], list[str]]:
+    """(board as 9 chars, my mark, legal ids, legal names) from the env's observation text."""
+    lines = observation.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("State"))
+    board = "".join(lines[start + 1 : start + 4])
+    me = "x" if "(x)" in lines[0] else "o"
+    pairs = [line.split(" -> ", 1) for line in lines if " -> " in line and line.split(" -> ", 1)[0].isdigit()]
+    return board, me, [int(a) for a, _ in pairs], [n for _, n in pairs]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("checkpoint", type=Path)
+    parser.add_argument("--opponent", default="random", choices=("random", "mcts"), help="system text to use")
+    parser.add_argument("--demos", type=Path, help="a --all-replies solver file (default: written now)")
+    args = parser.parse_args()
+    env = EnvConfig(ENV_ID, {"opponent": args.opponent})
+    demos = args.demos
+    if demos is None:
+        demos = Path(tempfile.mkdtemp()) / "tree.jsonl"
+        record_demo_tree(get_agent("solver")().policy(env), env, demos, source={"agent": "solver"})
+    records = [r for r in read_demos(demos) if ("MCTS" in r.messages[0]["content"]) == (args.opponent == "mcts")]
+    policy, _ = load_policy(args.checkpoint, env)
+    parsed = [parse(r.messages[-2]["content"]) for r in records]
+    observations = [r.messages[-2]["content"] for r in records]
+    infos = [{"legal_actions": legal, "action_names": names} for _, _, legal, names in parsed]
+    chosen: list[int] = []
+    for start in range(0, len(records), 16):
+        chosen += [int(a) for a in policy.act(observations[start : start + 16], infos[start : start + 16])]
+    suboptimal, to_a_loss, examples = 0, 0, []
+    for (board, me, legal, _), move, record in zip(parsed, chosen, records, strict=True):
+        other = "o" if me == "x" else "x"
+        values = {a: value(board[:a] + me + board[a + 1 :], me, other) for a in legal}
+        best = max(values.values())
+        if values[move] < best:
+            suboptimal += 1
+            to_a_loss += values[move] < 0 <= best
+            if len(examples) < 5:
+                examples.append({"board": board, "me": me, "move": move, "solver": record.action, "values": values})
+    print(json.dumps({
+        "checkpoint": str(args.checkpoint), "opponent_text": args.opponent, "positions": len(records),
+        "agrees_with_solver": sum(m == r.action for m, r in zip(chosen, records, strict=True)),
+        "suboptimal": suboptimal, "suboptimal_to_a_loss": to_a_loss, "examples": examples,
+    }, indent=1))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
