@@ -15,6 +15,7 @@ from typing import Any, Literal
 import llm_gym
 from llm_gym.agent import AgentConfig, EnvConfig, Policy
 from llm_gym.agents.baselines import BaselineAgent
+from llm_gym.errors import ConfigError
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,6 +40,9 @@ class LMConfig(AgentConfig):
     """Envs played in lockstep during train (one batched LM call per step)."""
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     """hf and vllm backends: weights dtype (auto: bfloat16 where the CPU/GPU is fast at it)."""
+    quantize: Literal["none", "int8"] = "none"
+    """hf backend: int8 = the decoder's Linear layers with int8 weights, for CPU play (float32 around them; it
+    changes the policy: docs/lm.md "int8 weights" has the measured agreement and speed). none: as dtype says."""
     threads: int = 0
     """hf backend: torch threads (0: one per available core)."""
     batch_size: int = 32
@@ -48,8 +52,11 @@ class LMConfig(AgentConfig):
 
     def backend_options(self) -> dict[str, Any]:
         """Keyword options for the chosen backend's factory."""
+        if self.quantize != "none" and self.backend != "hf":
+            raise ConfigError(f"quantize={self.quantize} is an hf backend option; backend={self.backend} has none")
         if self.backend == "hf":
-            return {"dtype": self.dtype, "threads": self.threads, "batch_size": self.batch_size}
+            quantize = {"quantize": self.quantize} if self.quantize != "none" else {}
+            return {"dtype": self.dtype, "threads": self.threads, "batch_size": self.batch_size, **quantize}
         if self.backend == "openai":
             return {"base_url": self.base_url}
         if self.backend == "vllm":

@@ -124,9 +124,12 @@ class Agent(abc.ABC):
         """A policy for ``env``: from ``checkpoint`` when given, else the untrained/zero-shot one."""
 
 
-def load_policy(checkpoint: str | Path, env: EnvConfig | None = None) -> tuple[Policy, Agent]:
-    """The policy saved in a checkpoint (or in a run directory's newest checkpoint), with the agent that made it."""
-    from llm_gym.config import from_dict
+def load_policy(
+    checkpoint: str | Path, env: EnvConfig | None = None, overrides: Mapping[str, Any] | None = None
+) -> tuple[Policy, Agent]:
+    """The policy saved in a checkpoint (or in a run directory's newest checkpoint), with the agent that made it;
+    ``overrides`` (``--set`` of ``llm-gym play``) change how it plays, e.g. ``threads`` or ``quantize``."""
+    from llm_gym.config import apply_overrides, from_dict
     from llm_gym.errors import CheckpointError
     from llm_gym.plugins import get_agent
     from llm_gym.runs import Run
@@ -134,7 +137,8 @@ def load_policy(checkpoint: str | Path, env: EnvConfig | None = None) -> tuple[P
     run, path = Run.resolve_checkpoint(checkpoint, required=False)
     saved = run.read_config()
     agent_cls = get_agent(saved["agent"])
-    agent = agent_cls(from_dict(agent_cls.Config, saved["config"], source=str(run.path / "config.json")))
+    config = from_dict(agent_cls.Config, saved["config"], source=str(run.path / "config.json"))
+    agent = agent_cls(apply_overrides(config, overrides) if overrides else config)
     if path is None and agent.learns:
         raise CheckpointError(f"{run.path} has no complete checkpoint yet")
     env = env or EnvConfig(saved["env_id"], saved.get("env_kwargs", {}))

@@ -18,6 +18,7 @@ from torch import nn
 
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.tokens import check_tokenizer_record, write_tokenizer_record
+from llm_gym.errors import ConfigError
 from llm_gym.lm.forward import PackedOutput, PrefixCache, compute_prefix
 from llm_gym.lm.models import load_causal_lm, resolve_model
 from llm_gym.lm.packing import PackedBatch, pack
@@ -44,6 +45,11 @@ class ActorCritic:
     """
 
     def __init__(self, config: PPOLoRAConfig, instructions: str, adapter: Path | None = None) -> None:
+        if config.quantize != "none":
+            raise ConfigError(
+                f"quantize={config.quantize} is for playing a checkpoint (llm-gym play/bench, the adapter merged "
+                "first); training the adapter stays float: use quantize=none"
+            )
         self.config = config
         self.device = resolve_device(config.device)
         base, self.tokenizer = load_causal_lm(config.model, dtype=config.dtype, device=self.device)

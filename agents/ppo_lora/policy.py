@@ -20,18 +20,22 @@ from llm_gym.lm.policy import LMPolicy
 
 
 def checkpoint_policy(config: PPOLoRAConfig, env: EnvConfig, checkpoint: Path | None) -> LMPolicy:
-    """Greedy actions of a checkpoint's adapter merged into the base model (or of the base model without one).
-    With the checkpoint's value head, the policy reports a value estimate per score-mode decision
-    (``act_with_details``, shown in the bench's trajectory viewer)."""
+    """Greedy actions of a checkpoint's adapter merged into the base model (or of the base model without one),
+    with the merged decoder's Linear layers int8 where ``config.quantize`` says so. With the checkpoint's value
+    head, the policy reports a value estimate per score-mode decision (``act_with_details``, shown in the bench's
+    trajectory viewer)."""
     from llm_gym.agents.ppo_lora.checkpoint import adapter_dir
     from llm_gym.agents.ppo_lora.model import resolve_device
     from llm_gym.lm.backends.hf import HFBackend
     from llm_gym.lm.models import load_causal_lm
+    from llm_gym.lm.quantize import check_quantize, quantize_model
     from llm_gym.lm.runtime import configure_threads, quiet_peft
 
     configure_threads(config.threads)
     device = resolve_device(config.device)
-    model, tokenizer = load_causal_lm(config.model, dtype=config.dtype, device=device)
+    check_quantize(config.quantize, device=device, dtype=config.dtype)  # before the load: fail in no time
+    dtype = "float32" if config.quantize == "int8" else config.dtype
+    model, tokenizer = load_causal_lm(config.model, dtype=dtype, device=device)
     value_head = None
     if checkpoint is not None:
         from peft import PeftModel
@@ -45,6 +49,7 @@ def checkpoint_policy(config: PPOLoRAConfig, env: EnvConfig, checkpoint: Path | 
             model = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
         model.eval()
         value_head = load_value_head(Path(checkpoint), model.config.hidden_size, device)
+    model = quantize_model(model, config.quantize)  # after the merge: int8 of the trained weights
     backend = HFBackend.from_model(model, tokenizer, score_with_end=config.score_with_end, value_head=value_head)
     history = int(env.kwargs.get("history", 0) or trained_env_kwargs(checkpoint).get("history", 0) or 0)
     return LMPolicy(

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_gym.agents.reflection.config import ReflectionConfig
+from llm_gym.errors import ConfigError
 from llm_gym.lm.backends import LMBackend
 from llm_gym.lm.finetune import Encoded, Example, answer_only_labels
 from llm_gym.lm.models import load_causal_lm
@@ -31,6 +32,8 @@ class ReflectionModel:
     """The trainable model; ``checkpoint`` (a finished iteration's) restores its adapter or weights."""
 
     def __init__(self, config: ReflectionConfig, checkpoint: Path | None = None) -> None:
+        if config.quantize != "none":  # the shared LocalLMConfig field; this agent trains and plays in float
+            raise ConfigError("reflection runs its model in float (it fine-tunes it); use quantize=none")
         self.config = config
         self.device = default_device() if config.device == "auto" else config.device
         source = config.model

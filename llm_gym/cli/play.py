@@ -27,6 +27,7 @@ from llm_gym.cli.common import (
     resolve_config,
 )
 from llm_gym.cli.task_report import episode_task_ids, per_game
+from llm_gym.config import parse_assignments
 from llm_gym.envs.catalog import env_spec
 from llm_gym.envs.catalog import make as make_env
 from llm_gym.errors import ConfigError, UnsupportedEnvError
@@ -78,7 +79,8 @@ def play(
         if env is not None:
             env_spec(env)
             check_same_action_set(checkpoint, EnvConfig(env, env_kwargs))
-        policy, agent_obj = load_policy(checkpoint, EnvConfig(env, env_kwargs) if env else None)
+        overrides = parse_assignments(sets) if sets else None  # how the checkpoint plays: threads, quantize ...
+        policy, agent_obj = load_policy(checkpoint, EnvConfig(env, env_kwargs) if env else None, overrides)
         agent_name, env_id = agent_obj.name, env or _checkpoint_env(checkpoint)
     else:
         if agent is None or env is None:

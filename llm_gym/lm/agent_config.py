@@ -1,5 +1,6 @@
 """The config fields every agent that loads a transformers model into its own process shares (``ppo_lora``,
-``reflection``): which model, in what dtype, on which device, with how many torch threads."""
+``reflection``, ``sft``): which model, in what dtype, on which device, with how many torch threads, and whether a
+checkpoint plays with int8 weights."""
 
 from __future__ import annotations
 
@@ -21,3 +22,7 @@ class LocalLMConfig(AgentConfig):
     """auto (cuda when visible, else cpu), cpu, cuda, cuda:1 ..."""
     threads: int = 0
     """torch threads (0: one per available core)."""
+    quantize: Literal["none", "int8"] = "none"
+    """Playing a checkpoint only (``llm-gym play``/``bench``): int8 = after the adapter is merged, the decoder's
+    Linear layers with int8 weights (CPU, float32 around them; it changes the policy: docs/lm.md "int8 weights").
+    Training stays float: train refuses int8."""

@@ -19,6 +19,7 @@ from llm_gym.lm.generation import generate, stop_token_ids
 from llm_gym.lm.models import DEFAULT_MODEL, DType, load_causal_lm
 from llm_gym.lm.packing import pack
 from llm_gym.lm.prompts import PromptBuilder
+from llm_gym.lm.quantize import Quantize, check_quantize, quantize_model
 from llm_gym.lm.runtime import configure_threads, default_device
 
 
@@ -33,6 +34,8 @@ class HFBackend:
         batch_size: most prompts per forward pass.
         score_with_end: score each choice followed by the template's end-of-answer token (see
             :meth:`PromptBuilder.choice_ids`).
+        quantize: ``none``, or ``int8``: the decoder's Linear layers with int8 weights (CPU only, float32
+            activations; :mod:`llm_gym.lm.quantize`).
     """
 
     name = "hf"
@@ -46,10 +49,13 @@ class HFBackend:
         threads: int = 0,
         batch_size: int = 32,
         score_with_end: bool = True,
+        quantize: Quantize = "none",
     ) -> None:
+        device = device or default_device()
+        check_quantize(quantize, device=device, dtype=dtype)  # before the load: a wrong option costs no time
         configure_threads(threads)
-        lm, tokenizer = load_causal_lm(model, dtype=dtype, device=device or default_device())
-        self._setup(lm, tokenizer, batch_size, score_with_end)
+        lm, tokenizer = load_causal_lm(model, dtype="float32" if quantize == "int8" else dtype, device=device)
+        self._setup(quantize_model(lm, quantize), tokenizer, batch_size, score_with_end)
 
     value_head: torch.nn.Module | None = None
     """A trained value head over the final hidden state of a prompt's last token (a ppo_lora / sft checkpoint's),

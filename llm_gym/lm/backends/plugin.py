@@ -16,6 +16,10 @@ def _hf(model: str, **options: Any) -> Any:
     from llm_gym.lm.vision.models import is_vision_model
 
     if is_vision_model(model):  # an image+text model: the same interface, images seen
+        if options.pop("quantize", "none") != "none":
+            from llm_gym.errors import ConfigError
+
+            raise ConfigError(f"quantize=int8 is for text models; {model!r} is an image+text model: use quantize=none")
         return _hf_vision(model, **options)
     from llm_gym.lm.backends.hf import HFBackend
 
