@@ -89,11 +89,14 @@ def quantize_model(model: Any, quantize: str = "int8") -> Any:
     return model
 
 
+def is_quantized_linear(module: Any) -> bool:
+    """True for a dynamically quantized Linear layer (what :func:`quantize_model` puts in place of a float one)."""
+    return type(module).__name__ == "Linear" and ".quantized." in type(module).__module__
+
+
 def quantized_linear_count(model: Any) -> int:
     """How many dynamically quantized Linear layers ``model`` holds (0 for a float model)."""
-    return sum(
-        type(module).__name__ == "Linear" and "quantized" in type(module).__module__ for module in model.modules()
-    )
+    return sum(is_quantized_linear(module) for module in model.modules())
 
 
 def _dynamic_quantizer() -> tuple[Any, Any] | None:
