@@ -103,7 +103,6 @@ def test_options_added_to_an_agent_after_a_run_keep_its_identity(tmp_path: Path)
     del saved["config"]["rollout_backend"]  # as if saved before the option was added
     saved_path.write_text(json.dumps(saved))
     older = resolve_entry(entry)
-    # quantize=none is identity-neutral (AgentConfig.identity_neutral): hashed only when set to something else.
-    without = {k: v for k, v in dataclasses.asdict(now.config).items() if k not in ("rollout_backend", "quantize")}
+    without = {k: v for k, v in dataclasses.asdict(now.config).items() if k != "rollout_backend"}
     assert older.entry_hash == short_hash({"agent": "ppo_lora", "config": without, "checkpoint": now.checkpoint_hash})
     assert older.entry_hash != now.entry_hash
