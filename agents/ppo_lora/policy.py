@@ -32,7 +32,7 @@ def checkpoint_policy(config: PPOLoRAConfig, env: EnvConfig, checkpoint: Path | 
     from llm_gym.lm.runtime import configure_threads, quiet_peft
 
     configure_threads(config.threads)
-    device = resolve_device(config.device)
+    device = "cpu" if config.quantize == "int8" and config.device == "auto" else resolve_device(config.device)
     check_quantize(config.quantize, device=device, dtype=config.dtype)  # before the load: fail in no time
     dtype = "float32" if config.quantize == "int8" else config.dtype
     model, tokenizer = load_causal_lm(config.model, dtype=dtype, device=device)

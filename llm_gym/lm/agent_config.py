@@ -23,6 +23,6 @@ class LocalLMConfig(AgentConfig):
     threads: int = 0
     """torch threads (0: one per available core)."""
     quantize: Literal["none", "int8"] = "none"
-    """Playing a checkpoint only (``llm-gym play``/``bench``): int8 = after the adapter is merged, the decoder's
-    Linear layers with int8 weights (CPU, float32 around them; it changes the policy: docs/lm.md "int8 weights").
-    Training stays float: train refuses int8."""
+    """Playing only (``llm-gym play [--checkpoint RUN] --set quantize=int8``): int8 = after the adapter is merged,
+    the decoder's Linear layers with int8 weights (on the CPU, which device=auto then picks; float32 around them; it
+    changes the policy: docs/lm.md "int8 weights"). Training stays float: train refuses int8."""

@@ -29,7 +29,7 @@ class HFBackend:
     Args:
         model: an alias (``smollm2-135m``), a local directory, a ``.gguf`` file or a locally cached HF id.
         dtype: ``auto`` (bf16 where the hardware is fast at it), ``float32``, ``bfloat16``, ``float16``.
-        device: ``cpu``, ``cuda`` ... (default: cuda if visible, else cpu).
+        device: ``cpu``, ``cuda`` ... (default: cuda if visible, else cpu; cpu with ``quantize=int8``).
         threads: torch threads (0: one per available core).
         batch_size: most prompts per forward pass.
         score_with_end: score each choice followed by the template's end-of-answer token (see
@@ -51,7 +51,7 @@ class HFBackend:
         score_with_end: bool = True,
         quantize: Quantize = "none",
     ) -> None:
-        device = device or default_device()
+        device = device or ("cpu" if quantize == "int8" else default_device())  # int8 kernels are CPU kernels
         check_quantize(quantize, device=device, dtype=dtype)  # before the load: a wrong option costs no time
         configure_threads(threads)
         lm, tokenizer = load_causal_lm(model, dtype="float32" if quantize == "int8" else dtype, device=device)
