@@ -26,7 +26,7 @@ from typing import Any
 
 from llm_gym.agent import EnvConfig, Policy
 from llm_gym.demos.format import DemoRecord, write_records
-from llm_gym.demos.record import DemoSummary
+from llm_gym.demos.record import DemoSummary, _task_id
 from llm_gym.envs.catalog import make as make_env
 from llm_gym.errors import ConfigError, UnsupportedEnvError
 from llm_gym.lm.prompts import chat_messages
@@ -201,8 +201,3 @@ def _check_walkable(env: Any, env_id: str) -> None:
             f"--all-replies needs a deterministic turn-based game; {env_id} has chance or simultaneous moves: "
             "record episodes instead"
         )
-
-
-def _task_id(info: Mapping[str, Any]) -> int | None:
-    task_id = info.get("task_id")
-    return None if task_id is None else int(task_id)
