@@ -1,6 +1,7 @@
 """A small demonstrations writer for the sft tests (and nothing else): plays episodes with any policy and writes
 one line per decision in the demos format (``llm_gym.demos.format``), with the env's instructions as the system
-message, the observation as the user's and the chosen action's name (or the answer text) as the assistant's."""
+message, the observation as the user's and the chosen action's name (or the answer text) as the assistant's; and
+the tiny-model sft config those tests train with."""
 
 from __future__ import annotations
 
@@ -52,3 +53,12 @@ def write_demos(path: Path, env: EnvConfig, policy: Policy, episodes: int, seed:
 
 
 __all__ = ["observation_text", "write_demos"]
+
+
+def sft_settings(model: Path, demos: Path, **overrides: Any) -> Any:
+    """An sft config for a tiny model: float32, one thread, LoRA on the top layer, no evaluation, fast steps."""
+    from llm_gym.agents.sft.config import SFTConfig
+
+    base = dict(model=str(model), demos=str(demos), dtype="float32", threads=1, trainable_layers=1, progress=False)
+    base |= dict(eval_episodes=0, batch_size=8, learning_rate=3e-3, warmup_steps=0)
+    return SFTConfig(**{**base, **overrides})

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from ppo_lora_runs import train_tiny_breakout_run  # tests/agents/ppo_lora_runs.py
 from typer.testing import CliRunner
 
 from llm_gym.cli import build_app
@@ -15,17 +16,7 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def trained_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from llm_gym.lm.testing import make_tiny_model
-
-    root = tmp_path_factory.mktemp("int8-play")
-    model = make_tiny_model(root / "model", layers=2, hidden=32)
-    settings = dict(model=model, dtype="float32", threads=1, total_steps=8, num_envs=2, num_steps=4, minibatch_size=8,
-                    trainable_layers=0, learning_rate=0.05, eval_every=0, eval_episodes=0, progress=False)  # fmt: skip
-    args = ["train", "--agent", "ppo_lora", "--env", "LLMBreakout-text-v0", "--run-dir", str(root / "run")]
-    args += [a for k, v in settings.items() for a in ("--set", f"{k}={v}")]
-    result = runner.invoke(build_app(), args)
-    assert result.exit_code == 0, result.output
-    return root / "run"
+    return train_tiny_breakout_run(tmp_path_factory.mktemp("int8-play"))
 
 
 def play(*args: str) -> object:

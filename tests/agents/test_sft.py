@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from sft_demos import write_demos  # tests/agents/sft_demos.py (pytest puts this folder on sys.path)
+from sft_demos import sft_settings, write_demos  # tests/agents/sft_demos.py (pytest puts this folder on sys.path)
 from typer.testing import CliRunner
 
 from llm_gym.agent import EnvConfig, load_policy
@@ -55,12 +55,6 @@ def ttt_demos(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_demos(tmp_path_factory.mktemp("demos") / "ttt.jsonl", env, solver.policy(env), episodes=12)
 
 
-def _settings(model: Path, demos: Path, **overrides) -> SFTConfig:
-    base = dict(model=str(model), demos=str(demos), dtype="float32", threads=1, trainable_layers=1, progress=False)
-    base |= dict(eval_episodes=0, batch_size=8, learning_rate=3e-3, warmup_steps=0)
-    return SFTConfig(**{**base, **overrides})
-
-
 def _train(path: Path, env_id: str, config: SFTConfig) -> tuple[dict, Run]:
     run = Run.create(env_id, "sft", to_dict(config), path=path)
     try:
@@ -74,7 +68,7 @@ def _actor_critic(config: SFTConfig, env_id: str) -> ActorCritic:
 
 
 def test_demo_examples_label_only_the_answer(tiny_model_dir: Path, ttt_demos: Path) -> None:
-    config = _settings(tiny_model_dir, ttt_demos)
+    config = sft_settings(tiny_model_dir, ttt_demos)
     ac = _actor_critic(config, TTT)
     records = read_demos(ttt_demos)
     encoder = DemoEncoder(ac.builder, with_end=True)
@@ -90,7 +84,7 @@ def test_demo_examples_label_only_the_answer(tiny_model_dir: Path, ttt_demos: Pa
 
 
 def test_packed_loss_is_the_shared_answer_loss(tiny_model_dir: Path, ttt_demos: Path) -> None:
-    config = _settings(tiny_model_dir, ttt_demos, value_coef=0.0)
+    config = sft_settings(tiny_model_dir, ttt_demos, value_coef=0.0)
     ac = _actor_critic(config, TTT)
     examples = [DemoEncoder(ac.builder, True).encode(r) for r in read_demos(ttt_demos)[:5]]
     data = Batches(ac, examples, batch_size=2)
@@ -109,7 +103,7 @@ def test_episodes_never_straddle_the_split(ttt_demos: Path) -> None:
 
 
 def test_sft_learns_the_demos_and_ppo_continues_from_it(tiny_model_dir: Path, ttt_demos: Path, tmp_path: Path) -> None:
-    config = _settings(tiny_model_dir, ttt_demos, epochs=4, eval_episodes=2, eval_max_steps=3)
+    config = sft_settings(tiny_model_dir, ttt_demos, epochs=4, eval_episodes=2, eval_max_steps=3)
     summary, run = _train(tmp_path / "sft", TTT, config)
     scalars = _scalars(run)
     assert scalars["val/answer_loss"][-1] < scalars["val/answer_loss"][0]
@@ -161,7 +155,7 @@ def test_free_text_answers_are_learnt(tiny_model_dir: Path, tmp_path: Path) -> N
             return [ANSWER] * len(observations)
 
     demos = write_demos(tmp_path / "answers.jsonl", env, Oracle(), episodes=8)
-    config = _settings(
+    config = sft_settings(
         tiny_model_dir, demos, action_mode="generate", max_new_tokens=4, epochs=30, eval_episodes=2,
         learning_rate=1e-2, value_coef=0.0,
     )  # fmt: skip
@@ -172,7 +166,7 @@ def test_free_text_answers_are_learnt(tiny_model_dir: Path, tmp_path: Path) -> N
 
 
 def test_the_evaluation_before_training_can_be_skipped(tiny_model_dir: Path, ttt_demos: Path, tmp_path: Path) -> None:
-    config = _settings(tiny_model_dir, ttt_demos, epochs=1, eval_episodes=2, eval_max_steps=3, eval_at_start=False)
+    config = sft_settings(tiny_model_dir, ttt_demos, epochs=1, eval_episodes=2, eval_max_steps=3, eval_at_start=False)
     summary, _ = _train(tmp_path / "run", TTT, config)
     assert [e["epoch"] for e in summary["evaluations"]] == [1]  # only the end: no evaluation of the untrained model
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
-from sft_demos import write_demos  # tests/agents/sft_demos.py
+from sft_demos import sft_settings, write_demos  # tests/agents/sft_demos.py
 
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
@@ -41,12 +41,6 @@ def ttt_demos(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_demos(tmp_path_factory.mktemp("demos") / "ttt.jsonl", env, get_agent("solver")().policy(env), 8)
 
 
-def _settings(model: Path, demos: Path, **overrides) -> SFTConfig:
-    base = dict(model=str(model), demos=str(demos), dtype="float32", threads=1, trainable_layers=1, progress=False)
-    base |= dict(eval_episodes=0, batch_size=8, learning_rate=3e-3, warmup_steps=0)
-    return SFTConfig(**{**base, **overrides})
-
-
 def _train(path: Path, config: SFTConfig, resume: bool = False) -> tuple[dict, Run]:
     run = Run.open(path) if resume else Run.create(TTT, "sft", to_dict(config), path=path)
     if resume:
@@ -62,7 +56,7 @@ def _adapter(checkpoint: Path) -> dict[str, torch.Tensor]:
 
 
 def test_micro_batches_give_the_whole_batch_gradient(tiny_model_dir: Path, ttt_demos: Path) -> None:
-    config = _settings(tiny_model_dir, ttt_demos)
+    config = sft_settings(tiny_model_dir, ttt_demos)
     ac = ActorCritic(config.as_ppo_lora(), EnvTraits.probe(EnvConfig(TTT)).instructions)
     examples = [DemoEncoder(ac.builder, True).encode(r) for r in read_demos(ttt_demos)[:7]]
     data = Batches(ac, examples, batch_size=4)
@@ -71,7 +65,9 @@ def test_micro_batches_give_the_whole_batch_gradient(tiny_model_dir: Path, ttt_d
     for micro in (7, 3, 1):
         for p in params:
             p.grad = None
-        logged.append(_accumulate(data, ac, list(range(7)), _settings(tiny_model_dir, ttt_demos, micro_batch_size=micro)))
+        logged.append(
+            _accumulate(data, ac, list(range(7)), sft_settings(tiny_model_dir, ttt_demos, micro_batch_size=micro))
+        )
         gradients.append([p.grad.clone() for p in params])
     for other in gradients[1:]:
         assert all(torch.allclose(a, b, rtol=1e-4, atol=1e-7) for a, b in zip(gradients[0], other, strict=True))
@@ -80,23 +76,23 @@ def test_micro_batches_give_the_whole_batch_gradient(tiny_model_dir: Path, ttt_d
 
 
 def test_a_run_starts_from_another_checkpoints_adapter(tiny_model_dir: Path, ttt_demos: Path, tmp_path: Path) -> None:
-    first, _ = _train(tmp_path / "first", _settings(tiny_model_dir, ttt_demos, epochs=2))
+    first, _ = _train(tmp_path / "first", sft_settings(tiny_model_dir, ttt_demos, epochs=2))
     # With a learning rate of 0 the run ends where it started: exactly the first run's adapter and losses.
-    still = _settings(tiny_model_dir, ttt_demos, epochs=1, learning_rate=0.0, init_adapter=str(tmp_path / "first"))
+    still = sft_settings(tiny_model_dir, ttt_demos, epochs=1, learning_rate=0.0, init_adapter=str(tmp_path / "first"))
     second, _ = _train(tmp_path / "second", still)
     a, b = _adapter(Path(first["checkpoint"])), _adapter(Path(second["checkpoint"]))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     assert second["validation"] == pytest.approx(first["validation"], rel=1e-5)
-    fresh, _ = _train(tmp_path / "fresh", _settings(tiny_model_dir, ttt_demos, epochs=1, learning_rate=0.0))
+    fresh, _ = _train(tmp_path / "fresh", sft_settings(tiny_model_dir, ttt_demos, epochs=1, learning_rate=0.0))
     assert fresh["validation"]["val/answer_loss"] > first["validation"]["val/answer_loss"]
     with pytest.raises(CheckpointError, match="does not exist"):
-        _train(tmp_path / "bad", _settings(tiny_model_dir, ttt_demos, init_adapter=str(tmp_path / "missing")))
+        _train(tmp_path / "bad", sft_settings(tiny_model_dir, ttt_demos, init_adapter=str(tmp_path / "missing")))
 
 
 def test_a_run_killed_inside_an_epoch_resumes_to_the_same_weights(
     tiny_model_dir: Path, ttt_demos: Path, tmp_path: Path
 ) -> None:
-    config = _settings(tiny_model_dir, ttt_demos, epochs=2, batch_size=4, checkpoint_every=1, keep_checkpoints=100)
+    config = sft_settings(tiny_model_dir, ttt_demos, epochs=2, batch_size=4, checkpoint_every=1, keep_checkpoints=100)
     straight, run = _train(tmp_path / "straight", config)
     steps = [step for step, _ in run.checkpoints()]
     per_epoch = straight["demo_decisions"]["train"]
