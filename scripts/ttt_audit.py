@@ -7,7 +7,11 @@ with the solver, how many have a lower value than the best (suboptimal), and how
 position into a lost one, with a few examples. The move values are computed here from the board, independently
 of the solver that wrote the demos.
 
-    python scripts/ttt_audit.py runs/RUN/checkpoints/step_N [--opponent mcts] [--demos tree.jsonl]
+``--failed-out FILE`` appends the solver's demo lines of every suboptimal position to FILE, under each system text
+the demos file holds for that board (the texts differ in the opponent's description only), so a further SFT round
+can weight the positions the checkpoint still gets wrong (docs/sft.md shows the loop).
+
+    python scripts/ttt_audit.py runs/RUN/checkpoints/step_N [--opponent mcts] [--demos tree.jsonl] [--failed-out F]
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 from llm_gym.agent import EnvConfig, load_policy
-from llm_gym.demos import read_demos
+from llm_gym.demos import read_demos, write_records
 from llm_gym.demos.tree import record_demo_tree
 from llm_gym.plugins import get_agent
 
@@ -62,13 +66,15 @@ def main() -> None:
     parser.add_argument("checkpoint", type=Path)
     parser.add_argument("--opponent", default="random", choices=("random", "mcts"), help="system text to use")
     parser.add_argument("--demos", type=Path, help="a --all-replies solver file (default: written now)")
+    parser.add_argument("--failed-out", type=Path, help="append the demo lines of suboptimal positions here")
     args = parser.parse_args()
     env = EnvConfig(ENV_ID, {"opponent": args.opponent})
     demos = args.demos
     if demos is None:
         demos = Path(tempfile.mkdtemp()) / "tree.jsonl"
         record_demo_tree(get_agent("solver")().policy(env), env, demos, source={"agent": "solver"})
-    records = [r for r in read_demos(demos) if ("MCTS" in r.messages[0]["content"]) == (args.opponent == "mcts")]
+    every_text = read_demos(demos)
+    records = [r for r in every_text if ("MCTS" in r.messages[0]["content"]) == (args.opponent == "mcts")]
     policy, _ = load_policy(args.checkpoint, env)
     parsed = [parse(r.messages[-2]["content"]) for r in records]
     observations = [r.messages[-2]["content"] for r in records]
@@ -76,7 +82,7 @@ def main() -> None:
     chosen: list[int] = []
     for start in range(0, len(records), 16):
         chosen += [int(a) for a in policy.act(observations[start : start + 16], infos[start : start + 16])]
-    suboptimal, to_a_loss, examples = 0, 0, []
+    suboptimal, to_a_loss, examples, failed = 0, 0, [], set()
     for (board, me, legal, _), move, record in zip(parsed, chosen, records, strict=True):
         other = "o" if me == "x" else "x"
         values = {a: value(board[:a] + me + board[a + 1 :], me, other) for a in legal}
@@ -84,8 +90,11 @@ def main() -> None:
         if values[move] < best:
             suboptimal += 1
             to_a_loss += values[move] < 0 <= best
+            failed.add(record.messages[-2]["content"])
             if len(examples) < 5:
                 examples.append({"board": board, "me": me, "move": move, "solver": record.action, "values": values})
+    if args.failed_out is not None:
+        write_records(args.failed_out, [r for r in every_text if r.messages[-2]["content"] in failed])
     print(json.dumps({
         "checkpoint": str(args.checkpoint), "opponent_text": args.opponent, "positions": len(records),
         "agrees_with_solver": sum(m == r.action for m, r in zip(chosen, records, strict=True)),
