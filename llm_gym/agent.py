@@ -129,17 +129,29 @@ def load_policy(
 ) -> tuple[Policy, Agent]:
     """The policy saved in a checkpoint (or in a run directory's newest checkpoint), with the agent that made it;
     ``overrides`` (``--set`` of ``llm-gym play``) change how it plays, e.g. ``threads`` or ``quantize``."""
-    from llm_gym.config import apply_overrides, from_dict
     from llm_gym.errors import CheckpointError
-    from llm_gym.plugins import get_agent
     from llm_gym.runs import Run
 
     run, path = Run.resolve_checkpoint(checkpoint, required=False)
+    agent_cls, config = checkpoint_config(run, overrides)
+    agent = agent_cls(config)
+    if path is None and agent.learns:
+        raise CheckpointError(f"{run.path} has no complete checkpoint yet")
+    saved = run.read_config()
+    env = env or EnvConfig(saved["env_id"], saved.get("env_kwargs", {}))
+    return agent.policy(env, path or Path(checkpoint)), agent
+
+
+def checkpoint_config(
+    run: Run, overrides: Mapping[str, Any] | None = None, source: str = "--set"
+) -> tuple[type[Agent], AgentConfig]:
+    """The agent class a run trained and its saved config with ``overrides`` applied: how its checkpoints play
+    (``--set`` of ``llm-gym play --checkpoint``, ``set`` of a bench suite's checkpoint entry). An unknown or mistyped
+    key raises one line naming ``source`` and the close matches."""
+    from llm_gym.config import apply_overrides, from_dict
+    from llm_gym.plugins import get_agent
+
     saved = run.read_config()
     agent_cls = get_agent(saved["agent"])
     config = from_dict(agent_cls.Config, saved["config"], source=str(run.path / "config.json"))
-    agent = agent_cls(apply_overrides(config, overrides) if overrides else config)
-    if path is None and agent.learns:
-        raise CheckpointError(f"{run.path} has no complete checkpoint yet")
-    env = env or EnvConfig(saved["env_id"], saved.get("env_kwargs", {}))
-    return agent.policy(env, path or Path(checkpoint)), agent
+    return agent_cls, apply_overrides(config, overrides, source=source) if overrides else config

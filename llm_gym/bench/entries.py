@@ -2,10 +2,12 @@
 
 The config hash covers the agent name, the resolved config and the checkpoint's content hash, so a changed setting
 or a retrained checkpoint is a new set of episodes, never mixed with the old ones. For a checkpoint entry the
-resolved config counts only the fields its run's saved config names (under their current names): an option added to
-the agent after the run was trained leaves the identity of the run's stored episodes as it was. An agent entry gets
-the same treatment from the store (:func:`keep_stored_identity`): a config field added to the agent since its
-episodes were stored leaves their identity as it was while the field keeps its default.
+resolved config counts only the fields its run's saved config names (under their current names), plus those its
+``set`` changes (how the checkpoint plays, e.g. ``quantize``, applied as ``llm-gym play --checkpoint --set`` applies
+them): an option added to the agent after the run was trained, and a setting equal to what the run would play with
+anyway, leave the identity of the run's stored episodes as it was. An agent entry gets the same treatment from the
+store (:func:`keep_stored_identity`): a config field added to the agent since its episodes were stored leaves their
+identity as it was while the field keeps its default.
 """
 
 from __future__ import annotations
@@ -76,9 +78,9 @@ class ResolvedEntry:
     checkpoint: Path | None
     checkpoint_hash: str | None
     saved_fields: frozenset[str] | None = None
-    """The config fields the identity counts (None: all). Checkpoint entries: those the run's saved config names;
-    agent entries: those stored with their episodes, where only fields added since then differ (at their defaults,
-    see :func:`keep_stored_identity`)."""
+    """The config fields the identity counts (None: all). Checkpoint entries: those the run's saved config names,
+    plus those the entry's ``set`` changes; agent entries: those stored with their episodes, where only fields added
+    since then differ (at their defaults, see :func:`keep_stored_identity`)."""
     reads_text: bool = True
     """Whether the agent's play depends on the observation text (``Agent.reads_observation_text``): if so, its
     episodes are keyed by the env's text version too (:func:`env_hash`)."""
@@ -102,7 +104,7 @@ class ResolvedEntry:
 
         base = EnvConfig(env.env_id, dict(env.args))
         if self.checkpoint is not None:
-            policy, _ = load_policy(self.checkpoint, base)
+            policy, _ = load_policy(self.checkpoint, base, _as_settings(self.entry.settings))
         else:
             policy = get_agent(self.agent_name)(self.config).policy(base)
         return policy, EnvConfig(env.env_id, {**policy_env_kwargs(policy), **env.args})
@@ -110,14 +112,16 @@ class ResolvedEntry:
 
 def resolve_entry(entry: SuiteEntry) -> ResolvedEntry:
     """Check an entry (unknown agents and bad settings raise one-line errors) and hash its identity."""
-    from llm_gym.config import apply_overrides, from_dict
+    from llm_gym.agent import checkpoint_config
+    from llm_gym.config import apply_overrides
     from llm_gym.plugins import get_agent
     from llm_gym.runs import Run, find_run_dir
 
+    source = f"entry {entry.name!r}"
     if entry.checkpoint is None:
         assert entry.agent is not None
         agent_cls = get_agent(entry.agent)
-        config = apply_overrides(agent_cls.Config(), _as_settings(entry.settings), source=f"entry {entry.name!r}")
+        config = apply_overrides(agent_cls.Config(), _as_settings(entry.settings), source=source)
         return ResolvedEntry(entry, entry.agent, config, None, None, reads_text=agent_cls.reads_observation_text)
     path = Path(entry.checkpoint)
     if not path.is_absolute() and not path.exists():
@@ -125,16 +129,31 @@ def resolve_entry(entry: SuiteEntry) -> ResolvedEntry:
     if not path.exists():
         raise CheckpointError(f"entry {entry.name!r}: checkpoint {entry.checkpoint} does not exist")
     run = Run.open(find_run_dir(path))
-    saved = run.read_config()
-    agent_cls = get_agent(saved["agent"])
-    config = from_dict(agent_cls.Config, saved["config"], source=str(run.path / "config.json"))
+    agent_cls, trained = checkpoint_config(run)
+    # The entry's settings, applied as `llm-gym play --checkpoint --set` applies them (ResolvedEntry.policy).
+    config = apply_overrides(trained, _as_settings(entry.settings), source=source)
     if path.resolve() == run.path.resolve():
         path = run.latest_checkpoint() or path
     renamed = getattr(agent_cls.Config, "renamed", {})
+    saved = run.read_config()
     saved_fields = frozenset(renamed.get(key, key) for key in saved["config"])
     return ResolvedEntry(
-        entry, saved["agent"], config, path, directory_hash(path), saved_fields, agent_cls.reads_observation_text
+        entry,
+        saved["agent"],
+        config,
+        path,
+        directory_hash(path),
+        saved_fields | _changed_fields(trained, config),
+        agent_cls.reads_observation_text,
     )
+
+
+def _changed_fields(before: Any, after: Any) -> frozenset[str]:
+    """The config fields whose values differ: a checkpoint entry's settings count in its identity only where they
+    change what the run would play with, so a setting equal to the run's own value (or to the default of a field
+    the run predates) leaves its stored episodes' identity as it was."""
+    old, new = dataclasses.asdict(before), dataclasses.asdict(after)
+    return frozenset(k for k in new if canonical_json(new[k]) != canonical_json(old.get(k)))
 
 
 def keep_stored_identity(resolved: ResolvedEntry, stored: Mapping[tuple[str, str], Mapping[str, Any]]) -> ResolvedEntry:

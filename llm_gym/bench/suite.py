@@ -25,7 +25,8 @@ A suite lives in ``benchmarks/suites/<name>.toml`` (or any path). Its shape::
     agent = "random"              # an agent by name, configured like --set ...
     set = { seed = 0 }
     envs = ["breakout-*"]         # fnmatch patterns over env labels (default: every env)
-    # checkpoint = "runs/<run>"   # ...or a trained checkpoint / run directory instead of agent + set
+    # checkpoint = "runs/<run>"   # ...or a trained checkpoint / run directory instead of agent; its set then says
+    #                             # how it plays (quantize, threads ...), as `llm-gym play --checkpoint --set` does
     # trained_on = "1x H100"      # checkpoints: the training machine, where the run directory does not record it
 
 Episode ``i`` of a split plays seed ``split.seed + i`` and task id ``task_ids[i % len(task_ids)]``, so every entry
@@ -96,7 +97,8 @@ class SuiteEntry:
     agent: str | None = None
     """Agent name (see ``llm-gym agents``); None when ``checkpoint`` is given."""
     settings: Mapping[str, Any] = field(default_factory=dict)
-    """Config fields, as ``--set`` would give them."""
+    """Config fields, as ``--set`` would give them; for a checkpoint entry, how it plays (applied over the run's saved
+    config as ``llm-gym play --checkpoint --set`` applies them, e.g. ``quantize = "int8"``)."""
     checkpoint: str | None = None
     """A checkpoint or run directory (relative paths are taken from the repository root)."""
     envs: Sequence[str] = ("*",)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from llm_gym.bench.render import render_leaderboard
 from llm_gym.bench.runner import run_suite
 from llm_gym.bench.store import EpisodeStore
@@ -106,3 +108,121 @@ def test_options_added_to_an_agent_after_a_run_keep_its_identity(tmp_path: Path)
     without = {k: v for k, v in dataclasses.asdict(now.config).items() if k != "rollout_backend"}
     assert older.entry_hash == short_hash({"agent": "ppo_lora", "config": without, "checkpoint": now.checkpoint_hash})
     assert older.entry_hash != now.entry_hash
+
+
+# -- a checkpoint entry's `set`: how it plays (as `llm-gym play --checkpoint --set`), counted where it changes play --
+
+
+@pytest.fixture(scope="module")
+def tiny_ttt_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from llm_gym.agents.ppo_lora.testing import tiny_config, train
+    from llm_gym.lm.testing import make_tiny_model
+
+    root = tmp_path_factory.mktemp("settings")
+    model = make_tiny_model(root / "model", layers=2, hidden=32)
+    config = tiny_config(model, total_steps=16, num_envs=2, num_steps=8, minibatch_size=16, lora_rank=4)
+    train(root / "run", "OpenSpiel-tic_tac_toe-v0", config)
+    return root / "run"
+
+
+SETTINGS_SUITE = """
+description = "one checkpoint, played as trained and with int8 weights"
+episodes = 2
+num_envs = 2
+
+[splits.heldout]
+seed = 100_000_000
+
+[[envs]]
+label = "ttt-random"
+id = "OpenSpiel-tic_tac_toe-v0"
+args = { opponent = "random" }
+game = "tic_tac_toe"
+
+[[entries]]
+name = "tiny"
+checkpoint = "RUN"
+splits = ["heldout"]
+
+[[entries]]
+name = "tiny-int8"
+checkpoint = "RUN"
+set = SETTINGS
+splits = ["heldout"]
+"""
+
+
+def test_a_checkpoint_entry_plays_with_its_settings(tiny_ttt_run: Path, tmp_path: Path) -> None:
+    """`set = { quantize = "int8" }` on a checkpoint entry reaches the policy the bench plays (through the same
+    load_policy overrides as `play --checkpoint --set`), is recorded with the entry, and keys its episodes apart."""
+    from llm_gym.bench.entries import resolve_entry
+    from llm_gym.lm.quantize import quantized_linear_count
+
+    suite_path = tmp_path / "suite.toml"
+    suite_path.write_text(SETTINGS_SUITE.replace("RUN", str(tiny_ttt_run)).replace("SETTINGS", '{ quantize = "int8" }'))
+    suite = load_suite(suite_path)
+    plain, int8 = (resolve_entry(entry) for entry in suite.entries)
+    assert (plain.config.quantize, int8.config.quantize) == ("none", "int8")
+    assert plain.entry_hash != int8.entry_hash and plain.checkpoint_hash == int8.checkpoint_hash
+    env = suite.envs[0]
+    assert quantized_linear_count(plain.policy(env)[0].backend.model) == 0
+    assert quantized_linear_count(int8.policy(env)[0].backend.model) == 2 * 7  # every decoder Linear of both layers
+
+    with EpisodeStore(tmp_path / "e.sqlite") as store:
+        report = run_suite(suite, store, progress=False)
+        assert report.played == 4 and not report.skipped
+        hashes = {(r.entry, r.entry_hash) for r in store.episodes()}
+        info = store.entry_info()
+    assert hashes == {("tiny", plain.entry_hash), ("tiny-int8", int8.entry_hash)}
+    assert info[("tiny-int8", int8.entry_hash)]["config"]["quantize"] == "int8"
+    assert info[("tiny", plain.entry_hash)]["config"]["quantize"] == "none"
+
+
+def test_settings_count_in_a_checkpoint_identity_only_where_they_change_play(
+    tiny_ttt_run: Path, tmp_path: Path
+) -> None:
+    """A setting equal to what the run plays with anyway (its saved value, or the default of a field the run predates)
+    keeps the identity its stored episodes have; a setting that changes play is a new identity, the same whether or not
+    the run's config names the field."""
+    import json
+
+    from llm_gym.bench.entries import resolve_entry
+    from llm_gym.bench.suite import SuiteEntry
+
+    run = tmp_path / "run"
+    shutil.copytree(tiny_ttt_run, run)
+
+    def entry_hash(**settings: object) -> str:
+        return resolve_entry(SuiteEntry(name="tiny", checkpoint=str(run), settings=settings)).entry_hash
+
+    plain, int8 = entry_hash(), entry_hash(quantize="int8")
+    assert entry_hash(quantize="none", threads=1, dtype="float32") == plain  # the run's own values: tiny_config's
+    assert int8 != plain and entry_hash(threads=2) not in (plain, int8)
+
+    saved_path = run / "config.json"
+    saved = json.loads(saved_path.read_text())
+    del saved["config"]["quantize"]  # as if trained before quantize existed, like the committed leaderboard's runs
+    saved_path.write_text(json.dumps(saved))
+    older = entry_hash()
+    assert older != plain  # (the hash counts only the fields the run saved)
+    assert entry_hash(quantize="none") == older, "stored episodes of a run that predates quantize keep their identity"
+    assert entry_hash(quantize="int8") == int8
+
+
+def test_an_unknown_setting_of_a_checkpoint_entry_is_one_line_with_suggestions(
+    tiny_ttt_run: Path, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from llm_gym.cli import build_app
+
+    suite_path = tmp_path / "suite.toml"
+    suite_path.write_text(SETTINGS_SUITE.replace("RUN", str(tiny_ttt_run)).replace("SETTINGS", '{ quantise = "int8" }'))
+    db = tmp_path / "e.sqlite"
+    args = ["bench", "--suite", str(suite_path), "--db", str(db), "--no-progress"]
+    result = CliRunner().invoke(build_app(), args)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert "entry 'tiny-int8': unknown key 'quantise'" in lines[0] and "did you mean quantize?" in lines[0]
+    with EpisodeStore(db) as store:
+        assert list(store.episodes()) == [], "nothing is played before every entry checks out"
