@@ -1,17 +1,25 @@
 """scripts/ttt_audit.py's exact game values and observation parsing, on real tic-tac-toe observations: every
-solver decision of the --all-replies tree is rated optimal by the audit's own minimax."""
+solver decision of the --all-replies tree is rated optimal by the audit's own minimax; the whole audit and
+scripts/ttt_focus_rounds.sh on a tiny sft checkpoint."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+
 from llm_gym.agent import EnvConfig
-from llm_gym.demos import read_demos
+from llm_gym.demos import DemoRecord, read_demos
 from llm_gym.demos.tree import record_demo_tree
 from llm_gym.plugins import get_agent
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "ttt_audit.py"
+ROUNDS = SCRIPT.with_name("ttt_focus_rounds.sh")
 spec = importlib.util.spec_from_file_location("ttt_audit", SCRIPT)
 audit = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(audit)  # type: ignore[union-attr]
@@ -36,13 +44,9 @@ def test_every_solver_move_in_the_tree_is_optimal(tmp_path: Path) -> None:
         assert values[record.action] == max(values.values())
 
 
-def test_the_audit_of_a_checkpoint_writes_the_positions_it_gets_wrong(tmp_path: Path) -> None:
-    """The whole script on a tiny random sft checkpoint: its JSON counts and ``--failed-out`` agree, and every line
-    written is a solver demo of a position the checkpoint's greedy move is suboptimal in."""
-    import json
-    import subprocess
-    import sys
-
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """(solver tree under the MCTS text, tiny model dir, a tiny sft checkpoint trained briefly on the tree)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agents"))
     from sft_demos import sft_settings  # tests/agents/sft_demos.py
 
@@ -51,28 +55,64 @@ def test_the_audit_of_a_checkpoint_writes_the_positions_it_gets_wrong(tmp_path: 
     from llm_gym.lm.testing import make_tiny_model
     from llm_gym.runs import Run
 
-    env = EnvConfig("OpenSpiel-tic_tac_toe-v0")
-    tree = tmp_path / "tree.jsonl"
+    root = tmp_path_factory.mktemp("audit")
+    env = EnvConfig("OpenSpiel-tic_tac_toe-v0", {"opponent": "mcts"})
+    tree = root / "tree.jsonl"
     record_demo_tree(get_agent("solver")().policy(env), env, tree, source={"agent": "solver"})
-    model = make_tiny_model(tmp_path / "tiny-lm", layers=2, hidden=64, init_std=0.1)
+    model = make_tiny_model(root / "tiny-lm", layers=2, hidden=64, init_std=0.1)
     config = sft_settings(model, tree, max_demos=16, epochs=1)
-    run = Run.create(env.env_id, "sft", to_dict(config), path=tmp_path / "run")
+    run = Run.create(env.env_id, "sft", to_dict(config), path=root / "run")
     try:
         summary = SFTAgent(config).train(env, run)
     finally:
         run.close()
+    return tree, model, Path(summary["checkpoint"])
+
+
+def _optimal(record: DemoRecord) -> bool:
+    board, me, legal, _ = audit.parse(record.messages[-2]["content"])
+    other = "o" if me == "x" else "x"
+    values = {a: audit.value(board[:a] + me + board[a + 1 :], me, other) for a in legal}
+    return values[record.action] == max(values.values())
+
+
+def test_the_audit_of_a_checkpoint_writes_the_positions_it_gets_wrong(
+    tiny_checkpoint: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """The whole script on a tiny sft checkpoint: its JSON counts and ``--failed-out`` agree, and every line
+    written is a solver demo of a position the checkpoint's greedy move is suboptimal in."""
+    tree, _, checkpoint = tiny_checkpoint
     failed = tmp_path / "failed.jsonl"
-    out = subprocess.run(
-        [sys.executable, str(SCRIPT), summary["checkpoint"], "--demos", str(tree), "--failed-out", str(failed)],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+    command = [sys.executable, str(SCRIPT), str(checkpoint), "--opponent", "mcts", "--demos", str(tree)]
+    out = subprocess.run([*command, "--failed-out", str(failed)], capture_output=True, text=True, check=True)
     report = json.loads(out.stdout)
     assert report["positions"] == len(read_demos(tree)) == 545
-    assert report["suboptimal"] > 0  # an untrained tiny model errs somewhere
+    assert report["suboptimal"] > 0  # a barely trained tiny model errs somewhere
     lines = read_demos(failed)
     assert len(lines) == report["suboptimal"]  # one system text in this tree, so one line per failed position
-    for record in lines:
-        board, me, legal, _ = audit.parse(record.messages[-2]["content"])
-        other = "o" if me == "x" else "x"
-        values = {a: audit.value(board[:a] + me + board[a + 1 :], me, other) for a in legal}
-        assert values[record.action] == max(values.values())
+    assert all(_optimal(record) for record in lines)
+
+
+def test_focus_rounds_train_on_the_failures_and_resume(
+    tiny_checkpoint: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """scripts/ttt_focus_rounds.sh, one round on the tiny model: the round's demos are the tree plus its failures
+    (repeated), the round trains from the start checkpoint, and a second call finds everything done."""
+    full, model, checkpoint = tiny_checkpoint
+    tree = tmp_path / "tree.jsonl"  # the first 30 positions keep the round quick; the script takes any subset
+    tree.write_text("".join(full.read_text().splitlines(keepends=True)[:30]))
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PYTHON": sys.executable, "LLM_GYM": str(bin_dir / "llm-gym")}
+    tiny = ["--set", f"model={model}", "--set", "dtype=float32", "--set", "threads=1", "--set", "trainable_layers=1"]
+    command = ["bash", str(ROUNDS), str(checkpoint), str(tree), str(tmp_path / "out"), "1", "2", "--", *tiny]
+    first = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+    round_dir = tmp_path / "out" / "round_1"
+    failed = read_demos(round_dir / "failed.jsonl")
+    assert len(failed) == json.loads((round_dir / "audit.json").read_text())["suboptimal"] > 0
+    assert len(read_demos(round_dir / "demos.jsonl")) == 30 + 2 * len(failed)
+    summary = json.loads((round_dir / "run" / "summary.json").read_text())
+    assert summary["demo_decisions"]["train"] == 30 + 2 * len(failed)
+    assert json.loads((tmp_path / "out" / "final_audit.json").read_text())["positions"] == 30
+    second = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+    assert "last checkpoint" in first.stdout and second.stdout.splitlines()[-1] == first.stdout.splitlines()[-1]
+    assert "resuming" not in second.stdout + second.stderr  # the finished run was skipped, not retrained

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Focused SFT rounds on tic-tac-toe (docs/sft.md): each round audits the current checkpoint on every solver
+# position (scripts/ttt_audit.py, MCTS system text), then trains one epoch, starting from that checkpoint's
+# adapter, on every position under the MCTS text once plus the positions it still plays suboptimally (under every
+# system text) REPEAT more times. Ends with an audit of the last round's checkpoint.
+#
+#   scripts/ttt_focus_rounds.sh START_CHECKPOINT TREE.jsonl OUT_DIR ROUNDS [REPEAT=3] [-- EXTRA TRAIN ARGS]
+#
+# TREE.jsonl is `llm-gym demos --agent solver --all-replies` under both opponents' texts (docs/sft.md). Round k
+# writes OUT_DIR/round_k/{audit.json,failed.jsonl,demos.jsonl} and trains OUT_DIR/round_k/run (seed k).
+# Killed at any point and run again with the same arguments, it goes on where it stopped: a finished audit is kept,
+# a finished run (its summary.json) is skipped, an unfinished one resumes from its last checkpoint.
+set -euo pipefail
+start=$1 tree=$2 out=$3 rounds=$4 repeat=${5:-3}
+shift $(($# < 5 ? $# : 5))
+[[ ${1:-} == -- ]] && shift
+extra=("$@")  # more `--set k=v` for each round's `llm-gym train` (they come last, so they win)
+llm_gym=${LLM_GYM:-llm-gym}
+python=${PYTHON:-python}
+here=$(cd "$(dirname "$0")" && pwd)
+checkpoint=$start
+for ((k = 1; k <= rounds; k++)); do
+  dir=$out/round_$k
+  mkdir -p "$dir"
+  if [[ ! -s $dir/audit.json ]]; then
+    rm -f "$dir/failed.jsonl.part"
+    "$python" "$here/ttt_audit.py" "$checkpoint" --opponent mcts --demos "$tree" \
+      --failed-out "$dir/failed.jsonl.part" > "$dir/audit.json.part"
+    touch "$dir/failed.jsonl.part"
+    mv "$dir/failed.jsonl.part" "$dir/failed.jsonl"
+    mv "$dir/audit.json.part" "$dir/audit.json"
+  fi
+  grep -F 'played by an MCTS player' "$tree" > "$dir/demos.jsonl" || { echo "no MCTS-text lines in $tree" >&2; exit 2; }
+  for ((r = 0; r < repeat; r++)); do cat "$dir/failed.jsonl" >> "$dir/demos.jsonl"; done
+  echo "round $k: $(wc -l < "$dir/failed.jsonl") failed lines, $(wc -l < "$dir/demos.jsonl") demos, from $checkpoint"
+  if [[ -f $dir/run/summary.json ]]; then
+    :
+  elif compgen -G "$dir/run/checkpoints/step_*" > /dev/null; then
+    "$llm_gym" train --resume "$dir/run"
+  else
+    rm -rf "$dir/run"  # killed before its first checkpoint: nothing to keep
+    "$llm_gym" train --agent sft --env OpenSpiel-tic_tac_toe-v0 --run-dir "$dir/run" --set seed="$k" \
+      --set demos="$dir/demos.jsonl" --set init_adapter="$checkpoint" --set trainable_layers=0 --set lora_rank=16 \
+      --set lora_alpha=32 --set epochs=1 --set batch_size=32 --set micro_batch_size=8 --set learning_rate=2e-4 \
+      --set min_lr_ratio=0.5 --set validation_fraction=0 --set eval_episodes=0 --set checkpoint_every=4 --set keep_checkpoints=2 \
+      "${extra[@]}"
+  fi
+  checkpoint=$(ls -d "$dir"/run/checkpoints/step_* | sort -V | tail -1)
+done
+"$python" "$here/ttt_audit.py" "$checkpoint" --opponent mcts --demos "$tree" > "$out/final_audit.json"
+echo "last checkpoint: $checkpoint"
