@@ -62,6 +62,8 @@ class AgentConfig:
     def __post_init__(self) -> None:
         if self.total_steps < 0:
             raise ValueError(f"total_steps must be >= 0, got {self.total_steps}")
+        if self.seed < 0:  # numpy's and gymnasium's seeding take no negative seed
+            raise ValueError(f"seed must be >= 0, got {self.seed}")
 
 
 Action = int | str

@@ -104,7 +104,7 @@ def apply_overrides(config: C, overrides: Mapping[str, Any], source: str = "--se
             raise ConfigError(f"{source}: {key!r} is now called {renamed[key]!r}; use {renamed[key]}={raw}")
         if key not in names:
             close = suggest(key, names)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            hint = f"; did you mean {', '.join(close)}?" if close else "."
             raise ConfigError(f"{source}: unknown key {key!r} for {cls.__name__}{hint} Valid keys: {', '.join(names)}")
         try:
             changes[key] = coerce(raw, hints[key])

@@ -29,6 +29,7 @@ from llm_gym.snapshots import can_pickle  # noqa: F401  (its old home; agents im
 CONFIG_FILE = "config.json"
 SUMMARY_FILE = "summary.json"
 MANIFEST_FILE = "checkpoint.json"
+CHECKPOINTS_DIR = "checkpoints"
 _STEP_DIR = re.compile(r"^step_(\d+)$")
 _OLD_PREFIX = ".old-"  # a named checkpoint being replaced; restored by Run.open if the new one never arrived
 _RUN_KEYS = ("agent", "env_id", "config")
@@ -68,7 +69,7 @@ class Run:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.checkpoints_dir = self.path / "checkpoints"
+        self.checkpoints_dir = self.path / CHECKPOINTS_DIR
         self.videos_dir = self.path / "videos"
         self._writer: Any = None
         self.resumed_from: Path | None = None
@@ -108,6 +109,11 @@ class Run:
         given, a run directory as its newest complete checkpoint. A run without one raises when ``required``, else
         gives None (agents that learn nothing, such as baselines, have no checkpoints)."""
         run = cls.open(find_run_dir(path))
+        if Path(path).resolve() == run.checkpoints_dir.resolve():
+            raise CheckpointError(
+                f"{path} holds the run's checkpoints; pass the run {run.path} (its newest checkpoint that verifies) "
+                f"or one checkpoint in it ({', '.join(c.name for _, c in run.checkpoints()) or 'none yet'})"
+            )
         if Path(path).resolve() != run.path.resolve():
             problem = verify_checkpoint(Path(path))
             if problem:
@@ -153,6 +159,10 @@ class Run:
         except (OSError, ValueError) as exc:
             raise CheckpointError(f"{path} is damaged or unreadable ({type(exc).__name__}: {exc})") from exc
         missing = [key for key in _RUN_KEYS if not isinstance(data, dict) or key not in data]
+        if missing and isinstance(data, dict) and ("model_type" in data or "architectures" in data):
+            raise CheckpointError(
+                f"{self.path} is a model directory, not an llm-gym run; play it with --agent lm --model {self.path}"
+            )
         if missing or not isinstance(data.get("config"), dict):
             raise CheckpointError(f"{path} is damaged: it lacks {', '.join(missing) or 'a config table'}")
         data.setdefault("env_kwargs", {})
@@ -302,7 +312,12 @@ def find_run_dir(checkpoint: str | Path) -> Path:
     """The run directory a checkpoint belongs to (``<run>/checkpoints/step_N`` -> ``<run>``), or the path itself
     when it is a run directory."""
     path = Path(checkpoint)
+    if not path.exists():
+        raise CheckpointError(f"{path} does not exist; pass a run directory or one of its checkpoints/step_N")
     for candidate in (path, path.parent, path.parent.parent):
         if (candidate / CONFIG_FILE).is_file():
             return candidate
+    for inner, run in zip(path.parents, list(path.parents)[2:], strict=False):  # a folder inside a checkpoint
+        if inner.parent.name == CHECKPOINTS_DIR and (run / CONFIG_FILE).is_file():
+            raise CheckpointError(f"{path} is a folder inside the checkpoint {inner}; pass {inner} (or the run {run})")
     raise CheckpointError(f"{path} is not a checkpoint of an llm-gym run (no {CONFIG_FILE} above it)")

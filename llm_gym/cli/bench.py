@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from llm_gym.cli.common import JsonOption, cli_errors, console, err_console, print_json
+from llm_gym.errors import ConfigError
 
 
 @cli_errors
@@ -57,6 +58,7 @@ def bench(
 
     chosen = load_suite(suite).select(entries or (), envs or ())
     play = not (render_only or merge)  # a merge only adds another store's episodes; it renders with --leaderboard
+    _check_play_options(play, render_only, ray=ray or bool(ray_address), workers=workers, record=record)
     if (ray or ray_address) and play:
         from llm_gym.bench.ray_runner import ray_module
 
@@ -119,6 +121,18 @@ def bench(
         )
     if index is not None:
         err_console.print(f"leaderboard: {index.parent / 'leaderboard.md'} and {index}")
+
+
+def _check_play_options(play: bool, render_only: bool, *, ray: bool, workers: int | None, record: bool) -> None:
+    """Options that shape how episodes are played are refused where none are (rather than ignored)."""
+    if workers is not None and not ray:
+        raise ConfigError("--workers sets the Ray workers; add --ray (or --ray-address), or drop --workers")
+    if workers is not None and workers < 1:
+        raise ConfigError(f"--workers must be >= 1, got {workers}")
+    given = [name for name, on in (("--ray", ray), ("--record-trajectories", record)) if on]
+    if not play and given:
+        why = "--render-only" if render_only else "--merge"
+        raise ConfigError(f"{why} plays no episode, so {' and '.join(given)} would do nothing: drop it")
 
 
 def register(app: typer.Typer) -> None:

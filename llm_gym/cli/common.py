@@ -42,7 +42,9 @@ def cli_errors(command: F) -> F:
 
 AgentOption = Annotated[str | None, typer.Option("--agent", "-a", help="Agent name (see `llm-gym agents`).")]
 EnvOption = Annotated[str | None, typer.Option("--env", "-e", help="Env id (see `llm-gym envs`).")]
-SeedOption = Annotated[int | None, typer.Option("--seed", "-s", help="Seed (overrides the config's seed).")]
+SeedOption = Annotated[
+    int | None, typer.Option("--seed", "-s", min=0, help="Seed, >= 0 (overrides the config's seed).")
+]
 ModelOption = Annotated[
     str | None, typer.Option("--model", "-m", help="Model for LM agents: smollm2-135m, an HF id or a local dir.")
 ]

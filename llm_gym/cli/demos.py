@@ -11,6 +11,7 @@ import typer
 
 from llm_gym import __version__
 from llm_gym.agent import EnvConfig, Policy, load_policy, policy_env_kwargs
+from llm_gym.cli.checkpoint_settings import checkpoint_overrides
 from llm_gym.cli.common import (
     BackendOption,
     ConfigOption,
@@ -36,6 +37,9 @@ from llm_gym.plugins import get_agent
 from llm_gym.stats import mean_ci95
 from llm_gym.tasks import TaskRange
 
+DEFAULT_EPISODES = 10
+"""``--episodes`` when not given."""
+
 GROUND_TRUTH = "ground_truth"
 """The ``--agent`` of Trace demos from the generator's ground truth (the default on ``Trace-v0``)."""
 
@@ -53,12 +57,16 @@ def demos(
         ),
     ] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="The JSONL file to write.")] = None,
-    episodes: Annotated[int, typer.Option("--episodes", "-n", min=1, help="Episodes to play.")] = 10,
+    episodes: Annotated[
+        int | None, typer.Option("--episodes", "-n", min=1, help="Episodes to play (default 10).")
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", "-s", min=0, help="Episode k resets with seed + k.")] = 0,
     max_steps: Annotated[
         int | None, typer.Option("--max-steps", min=1, help="Cut each episode after this many steps.")
     ] = None,
-    num_envs: Annotated[int, typer.Option("--num-envs", min=1, help="Envs stepped in lockstep (batched).")] = 1,
+    num_envs: Annotated[
+        int | None, typer.Option("--num-envs", min=1, help="Envs stepped in lockstep (batched; default 1).")
+    ] = None,
     task_ids: Annotated[
         str | None,
         typer.Option("--task-ids", help="Task ids FIRST-LAST: each in turn, or uniform draws when more than episodes."),
@@ -92,24 +100,36 @@ def demos(
     agent = agent or (GROUND_TRUTH if env_family(env) == "trace" else None)
     if agent is None:
         raise ConfigError("demos needs --agent NAME (scripted, mcts, random, lm, ...) or a checkpoint directory")
+    if all_replies:
+        _check_tree_options(episodes=episodes, max_steps=max_steps, num_envs=num_envs, task_ids=task_ids)
+    episodes = DEFAULT_EPISODES if episodes is None else episodes
     tasks = episode_task_ids(TaskRange.parse(task_ids), episodes, seed) if task_ids is not None else None
 
     policy, source, env_kwargs = _source(agent, env, env_kwargs, sets, config_file, model, backend, seed)
     env_config = EnvConfig(env, env_kwargs)
     _check_text_env(env_config)
     if all_replies:
-        if policy is None or tasks is not None:
-            raise ConfigError(
-                "--all-replies walks an OpenSpiel game with an agent; it takes no ground truth or --task-ids"
-            )
+        if policy is None:
+            raise ConfigError("--all-replies walks an OpenSpiel game with an agent; it takes no ground truth")
         summary = record_demo_tree(policy, env_config, out, source=source, seed=seed)
         _report(summary, source, env_config, as_json)
         return
     summary = record_demos(
-        policy, env_config, episodes, out, source=source, seed=seed, num_envs=num_envs, max_steps=max_steps,
+        policy, env_config, episodes, out, source=source, seed=seed, num_envs=num_envs or 1, max_steps=max_steps,
         task_ids=tasks, ground_truth=trace_expected_stdout if policy is None else None,
     )  # fmt: skip
     _report(summary, source, env_config, as_json)
+
+
+def _check_tree_options(**given: object) -> None:
+    """``--all-replies`` plays every path of the game to its end once: options that shape played episodes do not
+    apply, and are refused rather than ignored."""
+    named = [f"--{name.replace('_', '-')}" for name, value in given.items() if value is not None]
+    if named:
+        verb, them = ("does", "it") if len(named) == 1 else ("do", "them")
+        raise ConfigError(
+            f"--all-replies walks every game path once to its end; {', '.join(named)} {verb} not apply: drop {them}"
+        )
 
 
 def _source(
@@ -131,9 +151,10 @@ def _source(
         return None, {"agent": GROUND_TRUTH, "config": config, **base}, env_kwargs
     directory = Path(agent)
     if directory.is_dir():
-        if sets or config_file or model or backend:
-            raise ConfigError("a checkpoint plays with the config it was trained with; drop --set/--config/--model")
-        policy, owner = load_policy(directory, EnvConfig(env, env_kwargs))
+        overrides = checkpoint_overrides(
+            directory, config_file=config_file, sets=sets, model=model, backend=backend
+        )  # as `play --checkpoint` takes them; the played config goes into every line's provenance
+        policy, owner = load_policy(directory, EnvConfig(env, env_kwargs), overrides)
         source = {"agent": owner.name, "config": to_dict(owner.config), **base, "checkpoint": str(directory)}
         return policy, source, {**policy_env_kwargs(policy), **env_kwargs}
     if "/" in agent or agent.startswith("."):

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from llm_gym.agent import EnvConfig, load_policy, policy_env_kwargs
+from llm_gym.cli.checkpoint_settings import checkpoint_overrides
 from llm_gym.cli.common import (
     AgentOption,
     BackendOption,
@@ -27,10 +28,9 @@ from llm_gym.cli.common import (
     resolve_config,
 )
 from llm_gym.cli.task_report import episode_task_ids, per_game
-from llm_gym.config import parse_assignments
-from llm_gym.envs.catalog import env_spec
+from llm_gym.envs.catalog import env_family, env_spec
 from llm_gym.envs.catalog import make as make_env
-from llm_gym.errors import ConfigError, UnsupportedEnvError
+from llm_gym.errors import ConfigError, UnknownNameError, UnsupportedEnvError
 from llm_gym.evaluation import Stopwatch, run_episodes
 from llm_gym.plugins import get_agent
 from llm_gym.stats import mean_ci95
@@ -66,11 +66,13 @@ def play(
     """Play EPISODES episodes and print each return and the mean with a 95% confidence interval; with --task-ids,
     also the win rate and mean score per game.
 
-    With --checkpoint, the agent and (unless --env is given) the env are the checkpoint's."""
+    With --checkpoint, the agent and (unless --env is given) the env are the checkpoint's; --config, --set and
+    --seed change how it plays, --model and --backend only where its weights can play that way."""
     if video is not None:
         check_video_path(video)
     env_kwargs = parse_env_args(env_args)
     if opponent is not None:
+        check_opponent(opponent, env, checkpoint)
         env_kwargs["opponent"] = opponent
     tasks = TaskRange.parse(task_ids) if task_ids is not None else None
     if checkpoint is not None:
@@ -79,7 +81,9 @@ def play(
         if env is not None:
             env_spec(env)
             check_same_action_set(checkpoint, EnvConfig(env, env_kwargs))
-        overrides = parse_assignments(sets) if sets else None  # how the checkpoint plays: threads, quantize ...
+        overrides = checkpoint_overrides(  # how the checkpoint plays: threads, quantize ...
+            checkpoint, config_file=config_file, sets=sets, model=model, backend=backend, seed=seed
+        )
         policy, agent_obj = load_policy(checkpoint, EnvConfig(env, env_kwargs) if env else None, overrides)
         agent_name, env_id = agent_obj.name, env or _checkpoint_env(checkpoint)
     else:
@@ -156,6 +160,19 @@ def play(
         console.print(games)
     if video:
         console.print(f"video: {video}")
+
+
+OPPONENTS = ("random", "mcts")
+"""What ``--opponent`` names (a Policy or a function opponent is for the Python API)."""
+
+
+def check_opponent(opponent: str, env: str | None, checkpoint: Path | None) -> None:
+    """``--opponent`` names a known opponent, on an OpenSpiel env (the checkpoint's, without ``--env``)."""
+    if opponent not in OPPONENTS:
+        raise UnknownNameError("opponent", opponent, OPPONENTS, hint="(--opponent takes random or mcts)")
+    env_id = env or (_checkpoint_env(checkpoint) if checkpoint is not None else None)
+    if env_id is not None and env_family(env_id) != "openspiel":
+        raise ConfigError(f"--opponent is for OpenSpiel envs; {env_id} has no opponent to choose: drop --opponent")
 
 
 def check_video_path(video: Path) -> None:

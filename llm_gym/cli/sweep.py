@@ -35,12 +35,16 @@ def sweep(
     name: Annotated[
         str | None, typer.Option("--name", help="The sweep's directory under --runs-root (default: ENV__AGENT__sweep).")
     ] = None,
-    parallel: Annotated[int, typer.Option("--parallel", help="Local runs at a time.")] = 1,
+    parallel: Annotated[
+        int | None, typer.Option("--parallel", min=1, help="Local runs at a time (default 1; not with --ray).")
+    ] = None,
     ray: Annotated[bool, typer.Option("--ray", help="Run each (cell, seed) as a Ray task.")] = False,
     ray_address: Annotated[
         str | None, typer.Option("--ray-address", help="Join this Ray cluster (with --ray) instead of a local one.")
     ] = None,
-    cpus_per_run: Annotated[int, typer.Option("--cpus-per-run", help="CPUs a Ray task reserves (with --ray).")] = 1,
+    cpus_per_run: Annotated[
+        int | None, typer.Option("--cpus-per-run", min=1, help="CPUs a Ray task reserves (with --ray; default 1).")
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the runs and their state; run nothing.")] = False,
 ) -> None:
     """Train AGENT on ENV once per (grid cell, seed), each a normal run directory; a rerun skips finished runs and
@@ -49,6 +53,12 @@ def sweep(
         raise ConfigError("sweep needs --agent NAME and --env ID")
     if ray_address and not ray:
         raise ConfigError("--ray-address needs --ray")
+    if cpus_per_run is not None and not ray:
+        raise ConfigError(
+            "--cpus-per-run is what a Ray task reserves; add --ray, or drop it (--parallel N: local runs)"
+        )
+    if parallel is not None and ray:
+        raise ConfigError("--parallel is for local runs; with --ray, Ray runs as many at once as --cpus-per-run allows")
     agent_cls = get_agent(agent)
     env_spec(env)
     values = grid.parse_grid(grid_items or [], agent_cls.Config)
@@ -84,9 +94,9 @@ def sweep(
 
     logs = sweep_dir / execute.LOGS_DIR
     if ray:
-        outcomes = execute.run_ray(spec, todo, logs, cpus_per_run, report, address=ray_address)
+        outcomes = execute.run_ray(spec, todo, logs, cpus_per_run or 1, report, address=ray_address)
     else:
-        outcomes = execute.run_local(spec, todo, logs, parallel, report)
+        outcomes = execute.run_local(spec, todo, logs, parallel or 1, report)
 
     keys = list(values) or ["cell"]
     rows = results.collect(runs, grid_cells)

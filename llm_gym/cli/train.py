@@ -30,6 +30,9 @@ from llm_gym.errors import CheckpointError, ConfigError, LLMGymError
 from llm_gym.plugins import get_agent
 from llm_gym.runs import Run
 
+DEFAULT_RUNS_ROOT = Path("runs")
+"""Where ``train`` puts a new run without ``--run-dir`` / ``--runs-root``."""
+
 
 @cli_errors
 def train(
@@ -44,12 +47,19 @@ def train(
     run_dir: Annotated[
         Path | None, typer.Option("--run-dir", help="Write the run here instead of runs/<name>.")
     ] = None,
-    runs_root: Annotated[Path, typer.Option("--runs-root", help="Parent of new run directories.")] = Path("runs"),
+    runs_root: Annotated[
+        Path | None, typer.Option("--runs-root", help="Parent of new run directories (default: runs).")
+    ] = None,
     resume: Annotated[
         Path | None, typer.Option("--resume", help="Continue this run from its newest checkpoint.")
     ] = None,
 ) -> None:
     """Train AGENT on ENV into a run directory (config, TensorBoard, checkpoints, videos, summary.json)."""
+    placed = [name for name, given in (("--run-dir", run_dir), ("--runs-root", runs_root)) if given is not None]
+    if resume is not None and placed:
+        raise ConfigError(f"--resume continues the run where it is; {' and '.join(placed)} would be ignored: drop it")
+    if len(placed) == 2:
+        raise ConfigError("give --run-dir (the run's own directory) or --runs-root (the parent of a new one), not both")
     if resume is not None:
         agent_cls, config, env_config, run = _prepare_resume(
             resume, agent, env, model, backend, seed, sets, config_file, env_args
@@ -66,7 +76,9 @@ def train(
         env_config = EnvConfig(env, parse_env_args(env_args))
         check_env_arguments(env_config)
         created = run_dir is None or not run_dir.exists()  # (a new name under --runs-root is always new)
-        run = Run.create(env, agent, to_dict(config), root=runs_root, path=run_dir, env_kwargs=env_config.kwargs)
+        run = Run.create(
+            env, agent, to_dict(config), root=runs_root or DEFAULT_RUNS_ROOT, path=run_dir, env_kwargs=env_config.kwargs
+        )
         console.print(f"run directory: {run.path}")
     try:
         summary = agent_cls(config).train(env_config, run)

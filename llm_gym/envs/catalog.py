@@ -7,7 +7,7 @@ from typing import Any
 import gymnasium as gym
 
 import llm_gym.envs  # noqa: F401  (registers the ids)
-from llm_gym.errors import ConfigError, UnknownNameError
+from llm_gym.errors import ConfigError, UnknownNameError, suggest
 
 _PREFIXES = ("LLMBreakout", "LLMPong", "OpenSpiel-", "Trace-")
 
@@ -45,11 +45,44 @@ def make(env_id: str, **kwargs: Any) -> gym.Env:
         return TurnHistory(make(env_id, **kwargs), turns)
     if not kwargs:
         return gym.make(env_id)
+    _check_argument_names(env_id, kwargs)
     try:
         return gym.make(env_id, **kwargs)
     except (TypeError, ValueError) as exc:
         given = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
         raise ConfigError(f"{env_id} rejects {given}: {exc}") from exc
+
+
+def env_arguments(env_id: str) -> list[str] | None:
+    """The keyword arguments ``gym.make(env_id, ...)`` takes (``history`` included), read from the env class's
+    ``__init__`` and, where it passes ``**kwargs`` on, its bases'; None where they cannot be known."""
+    import inspect
+
+    creator = _creator(env_id)
+    names = {"history", "max_episode_steps", "disable_env_checker"}  # (the last two: gym.make's own)
+    for klass in creator.__mro__ if isinstance(creator, type) else ():
+        init = vars(klass).get("__init__")
+        if init is None:
+            continue
+        if klass is object:
+            return None  # a **kwargs that reaches object: nothing named
+        params = inspect.signature(init).parameters.values()
+        names |= {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self"}
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            return sorted(names)
+    return None
+
+
+def _check_argument_names(env_id: str, kwargs: dict[str, Any]) -> None:
+    """An argument the env does not take is named with its close matches and the ones it does take."""
+    known = env_arguments(env_id)
+    if known is None:
+        return
+    for key in kwargs:
+        if key not in known:
+            close = suggest(key, known)
+            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            raise ConfigError(f"{env_id} takes no argument {key!r}{hint} (it takes: {', '.join(known)})")
 
 
 def _creator(env_id: str) -> Any:

@@ -120,6 +120,8 @@ def parse_seeds(text: str) -> list[int]:
             raise ConfigError(f"--seeds expects integers such as 0,1,2 or 0-4, got {text!r}") from None
         if not chunk:
             raise ConfigError(f"--seeds range {part!r} is empty")
+        if min(chunk) < 0:
+            raise ConfigError(f"--seeds takes seeds >= 0, got {part!r}")
         seeds += [s for s in chunk if s not in seeds]
     return seeds
 

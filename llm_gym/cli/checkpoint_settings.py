@@ -1,0 +1,82 @@
+"""How ``play`` and ``demos`` apply a user's ``--config`` / ``--set`` / ``--model`` / ``--backend`` / ``--seed`` to
+a checkpoint: each one is applied where the checkpoint can honour it and refused in one line where it cannot, never
+dropped without a word.
+
+A learner's checkpoint holds weights of a fixed shape on a fixed base model (the fields its agent lists in
+``fixed_on_resume``): changing one of those cannot play it, so that is refused naming the checkpoint's value. An LM
+checkpoint (ppo_lora, sft, reflection) plays its adapter merged into the base model in this process, i.e. on the
+``hf`` backend; another backend serves the merged model once ``llm-gym export --merge`` has written it. A run of an
+agent that learns nothing (``lm``, ``random``, ...) holds only its config, so every field applies.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from llm_gym.cli.common import resolve_config
+from llm_gym.config import from_dict
+from llm_gym.errors import ConfigError
+
+IN_PROCESS_BACKEND = "hf"
+"""The backend an LM checkpoint's merged adapter plays on (``checkpoint_policy`` builds it in this process)."""
+
+
+def checkpoint_overrides(
+    checkpoint: Path,
+    *,
+    config_file: Path | None = None,
+    sets: list[str] | None = None,
+    model: str | None = None,
+    backend: str | None = None,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """The config fields to play ``checkpoint`` with that differ from its saved config (``load_policy``'s
+    ``overrides``), resolved as for a fresh agent: saved config <- config file <- ``--set`` <- ``--model`` /
+    ``--backend`` / ``--seed``. Raises :class:`ConfigError` for anything the checkpoint cannot play with."""
+    from llm_gym.plugins import get_agent
+    from llm_gym.runs import Run
+
+    run, _ = Run.resolve_checkpoint(checkpoint, required=False)
+    saved = run.read_config()
+    agent_cls = get_agent(saved["agent"])
+    names = {f.name for f in dataclasses.fields(agent_cls.Config)}
+    base = from_dict(agent_cls.Config, saved["config"], source=str(run.path / "config.json"))
+    plays_in_process = agent_cls.learns and "model" in names and "backend" not in names
+    if backend is not None and plays_in_process:
+        if backend != IN_PROCESS_BACKEND:
+            raise ConfigError(
+                f"--backend {backend}: a {agent_cls.name} checkpoint plays its adapter merged into the base model in "
+                f"this process (the {IN_PROCESS_BACKEND} backend); to serve it with {backend}, write the merged model "
+                f"with `llm-gym export --checkpoint {checkpoint} --merge --out DIR` and play DIR with "
+                f"`--agent lm --model DIR --backend {backend}`"
+            )
+        backend = None  # what it plays on anyway
+    config = resolve_config(
+        agent_cls.Config, config_file=config_file, sets=sets, model=model, seed=seed, backend=backend, base=base
+    )
+    changed = {f: getattr(config, f) for f in names if getattr(config, f) != getattr(base, f)}
+    if "model" in changed and _same_model(base.model, config.model):
+        del changed["model"]  # the same directory, written another way
+    if agent_cls.learns:
+        fixed = [f for f in agent_cls.fixed_on_resume if f in changed]
+        if "model" in fixed:
+            raise ConfigError(
+                f"{checkpoint} was trained on the base model {base.model!r}, not {config.model!r}: its weights play "
+                f"only on that model; drop --model (or play {config.model!r} untrained with --agent lm --model "
+                f"{config.model})"
+            )
+        if fixed:
+            shown = ", ".join(f"{f}={getattr(base, f)!r}" for f in fixed)
+            hint = " (--num-envs sets the envs it plays)" if "num_envs" in fixed else ""
+            raise ConfigError(
+                f"{checkpoint} was trained with {shown}, which its checkpoint holds; it plays as trained: drop "
+                f"{', '.join(fixed)} from --set/--config{hint}"
+            )
+    return changed
+
+
+def _same_model(saved: str, given: str) -> bool:
+    """True where both name one local directory (a relative and an absolute path, say)."""
+    return saved == given or (Path(saved).is_dir() and Path(given).is_dir() and Path(saved).samefile(given))

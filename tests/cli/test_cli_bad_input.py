@@ -1,0 +1,64 @@
+"""Wrong input a new user types, through the real CLI (typer's runner): one line on stderr naming the fix, exit code
+2, no traceback, and nothing left on disk; options that would do nothing in the given combination are refused
+rather than ignored."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from llm_gym.cli import build_app
+
+PONG = ("--agent", "random", "--env", "LLMPong-v0")
+TTT = ("--agent", "random", "--env", "OpenSpiel-tic_tac_toe-v0")
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(build_app(), list(args))
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["play", *PONG, "--set", "seed=-4"], ["seed must be >= 0, got -4"]),
+        (["play", *PONG, "--set", "bogus=1"], ["unknown key 'bogus' for AgentConfig. Valid keys: total_steps, seed"]),
+        (["play", *PONG, "--env-arg", "frame_skip=2"], ["takes no argument 'frame_skip'; did you mean 'frameskip'?"]),
+        (["play", *PONG, "--env-arg", "bogus=1"], ["LLMPong-v0 takes no argument 'bogus' (it takes: cols,"]),
+        (["play", *TTT, "--opponent", "mcst"], ["unknown opponent 'mcst'; did you mean 'mcts'?"]),
+        (["play", *PONG, "--opponent", "mcts"], ["--opponent is for OpenSpiel envs", "drop --opponent"]),
+        (["train", *PONG, "--run-dir", "r", "--runs-root", "rr"], ["give --run-dir", "or --runs-root", "not both"]),
+        (["train", "--resume", "r", "--run-dir", "r"], ["--resume continues the run where it is", "--run-dir"]),
+        (["sweep", *PONG, "--seeds", "-1", "--dry-run"], ["--seeds takes seeds >= 0"]),
+        (["sweep", *PONG, "--parallel", "2", "--ray"], ["--parallel is for local runs"]),
+        (["sweep", *PONG, "--cpus-per-run", "2"], ["--cpus-per-run is what a Ray task reserves; add --ray"]),
+        (["demos", *TTT, "--out", "d.jsonl", "--all-replies", "--episodes", "3"], ["--episodes does not apply"]),
+        (
+            ["demos", *TTT, "--out", "d.jsonl", "--all-replies", "--max-steps", "3", "--num-envs", "2"],
+            ["--max-steps, --num-envs do not apply: drop them"],
+        ),
+        (["bench", "--suite", "smoke", "--workers", "2"], ["--workers sets the Ray workers; add --ray"]),
+        (["bench", "--suite", "smoke", "--render-only", "--ray"], ["--render-only plays no episode", "--ray"]),
+    ],
+)
+def test_wrong_input_is_one_line_exit_2_and_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], needles: list[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = invoke(*args)
+    lines = result.stderr.strip().splitlines()
+    assert result.exit_code == 2, result.output
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert "Traceback" not in result.output
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    assert not any(tmp_path.iterdir()), "a refused command leaves nothing behind"
+
+
+def test_the_default_runs_root_is_still_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = invoke("train", *PONG, "--seed", "0", "--set", "total_steps=5")
+    assert result.exit_code == 0, result.output
+    (run,) = (tmp_path / "runs").iterdir()
+    assert run.name.startswith("LLMPong-v0__random__0__")

@@ -1,0 +1,127 @@
+"""``play --checkpoint`` and ``demos --agent CHECKPOINT`` with ``--config`` / ``--set`` / ``--model`` / ``--backend``
+/ ``--seed``, through the real CLI (typer's runner): each one is applied where the checkpoint can play with it and
+refused in one line (exit code 2) where it cannot, never dropped without a word. A tiny real ppo_lora run trained
+through the CLI is the checkpoint."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from llm_gym.agents.ppo_lora.testing import tiny_config, train
+from llm_gym.cli import build_app
+from llm_gym.lm.testing import make_tiny_model
+from llm_gym.runs import Run
+
+PLAY = ("--episodes", "1", "--max-steps", "2", "--json")
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(build_app(), list(args))
+
+
+def error_line(result) -> str:
+    lines = result.stderr.strip().splitlines()
+    assert result.exit_code == 2, result.output
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """8 env steps of ppo_lora (LoRA r16 on every layer) on a tiny random model."""
+    root = tmp_path_factory.mktemp("ppo_lora")
+    model = make_tiny_model(root / "model", layers=2, hidden=32)
+    config = tiny_config(model, total_steps=8, num_envs=2, num_steps=4, minibatch_size=8, trainable_layers=0)
+    train(root / "run", "LLMBreakout-text-v0", config)
+    return root / "run"
+
+
+@pytest.fixture(scope="module")
+def checkpoint(run_dir: Path) -> Path:
+    return Run.open(run_dir).latest_checkpoint()
+
+
+def test_another_base_model_is_refused_naming_the_checkpoints(checkpoint: Path, run_dir: Path) -> None:
+    trained_on = json.loads((run_dir / "config.json").read_text())["config"]["model"]
+    for args in (("--model", "smollm2-135m"), ("--set", "model=smollm2-135m")):
+        line = error_line(invoke("play", "--checkpoint", str(checkpoint), *args, *PLAY))
+        assert f"trained on the base model {trained_on!r}" in line and "drop --model" in line
+
+
+def test_the_same_base_model_written_another_way_plays(checkpoint: Path, run_dir: Path) -> None:
+    trained_on = Path(json.loads((run_dir / "config.json").read_text())["config"]["model"])
+    spelled = os.path.relpath(trained_on)  # a relative path to the same directory
+    result = invoke("play", "--checkpoint", str(checkpoint), "--model", spelled, "--backend", "hf", *PLAY)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["agent"] == "ppo_lora"
+
+
+def test_a_backend_that_cannot_serve_the_adapter_is_refused_with_the_way_to_serve_it(checkpoint: Path) -> None:
+    line = error_line(invoke("play", "--checkpoint", str(checkpoint), "--backend", "vllm", *PLAY))
+    assert "hf backend" in line and "llm-gym export --checkpoint" in line and "--backend vllm" in line
+
+
+def test_settings_the_weights_fix_are_refused(checkpoint: Path, tmp_path: Path) -> None:
+    line = error_line(invoke("play", "--checkpoint", str(checkpoint), "--set", "lora_rank=4", *PLAY))
+    assert "lora_rank=16" in line and "drop lora_rank" in line
+    config = tmp_path / "play.toml"
+    config.write_text("trainable_layers = 1\n")
+    assert "trainable_layers=0" in error_line(invoke("play", "--checkpoint", str(checkpoint), "--config", str(config)))
+
+
+def test_the_config_file_is_read_not_ignored(checkpoint: Path, tmp_path: Path) -> None:
+    config = tmp_path / "play.toml"
+    config.write_text("thread = 1\n")
+    line = error_line(invoke("play", "--checkpoint", str(checkpoint), "--config", str(config), *PLAY))
+    assert str(config) in line and "unknown key 'thread'" in line and "did you mean threads" in line
+
+
+def test_config_set_and_seed_are_what_the_checkpoint_plays_with(checkpoint: Path, tmp_path: Path) -> None:
+    """demos writes the config it played with into every line: the file, then --set on top of it, applied."""
+    config = tmp_path / "play.toml"
+    config.write_text('threads = 1\naction_mode = "generate"\nmax_new_tokens = 3\n')
+    out = tmp_path / "demos.jsonl"
+    result = invoke("demos", "--agent", str(checkpoint), "--env", "LLMBreakout-text-v0", "--out", str(out),
+                    "--episodes", "1", "--max-steps", "2", "--config", str(config), "--set", "max_new_tokens=4",
+                    "--backend", "hf")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    source = json.loads(out.read_text().splitlines()[0])["source"]
+    assert source["checkpoint"] == str(checkpoint)
+    played = source["config"]
+    assert (played["threads"], played["action_mode"], played["max_new_tokens"]) == (1, "generate", 4)
+    assert "vllm" in error_line(
+        invoke("demos", "--agent", str(checkpoint), "--env", "LLMBreakout-text-v0", "--out", str(tmp_path / "x.jsonl"),
+               "--backend", "vllm")
+    )  # fmt: skip
+
+
+def test_checkpoint_paths_that_are_not_a_checkpoint_say_what_to_pass(run_dir: Path, checkpoint: Path) -> None:
+    missing = run_dir.parent / "missing"
+    assert "does not exist" in error_line(invoke("play", "--checkpoint", str(missing), *PLAY))
+    folder = error_line(invoke("play", "--checkpoint", str(run_dir / "checkpoints"), *PLAY))
+    assert f"pass the run {run_dir}" in folder and checkpoint.name in folder
+    inner = error_line(invoke("play", "--checkpoint", str(checkpoint / "adapter"), *PLAY))
+    assert f"inside the checkpoint {checkpoint}" in inner
+    model_dir = Path(json.loads((run_dir / "config.json").read_text())["config"]["model"])
+    line = error_line(invoke("play", "--checkpoint", str(model_dir), *PLAY))
+    assert "is a model directory" in line and f"--agent lm --model {model_dir}" in line
+    assert not (model_dir / "checkpoints").exists(), "nothing is written into a folder that is not a run"
+
+
+def test_a_run_of_an_agent_that_learns_nothing_takes_every_field(tmp_path: Path) -> None:
+    """A random run holds only its config: --seed and --set apply; --model / --backend it has none of."""
+    run = tmp_path / "random_run"
+    trained = invoke("train", "--agent", "random", "--env", "OpenSpiel-tic_tac_toe-v0", "--run-dir", str(run),
+                     "--set", "total_steps=5")  # fmt: skip
+    assert trained.exit_code == 0, trained.output
+    result = invoke("play", "--checkpoint", str(run), "--seed", "7", "--set", "total_steps=3", *PLAY)
+    assert result.exit_code == 0, result.output
+    assert [e["seed"] for e in json.loads(result.stdout)["episodes"]] == [7]
+    assert "has no model to choose" in error_line(invoke("play", "--checkpoint", str(run), "--model", "m"))
+    assert "has no backend to choose" in error_line(invoke("play", "--checkpoint", str(run), "--backend", "hf"))
