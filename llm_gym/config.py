@@ -78,6 +78,8 @@ def parse_assignments(items: Iterable[str], what: str = "--set") -> dict[str, st
 def load_config_file(path: str | Path) -> dict[str, Any]:
     """Read a TOML or JSON config file into a dict (a resolved ``config.json`` of a run works too)."""
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"config file {str(path)!r} is a folder; pass a .toml (or .json) file")
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist")
     try:

@@ -14,6 +14,10 @@ class LLMGymError(Exception):
     """Base class of every error llm-gym raises on purpose."""
 
 
+SHORT_LIST = 12
+"""Names an unknown-name error lists in full when none is close (longer lists: the command that lists them)."""
+
+
 class UnknownNameError(LLMGymError, KeyError):
     """An env id, agent, backend or option name that is not registered."""
 
@@ -23,6 +27,8 @@ class UnknownNameError(LLMGymError, KeyError):
         message = f"unknown {kind} {name!r}"
         if matches:
             message += "; did you mean " + ", ".join(repr(m) for m in matches) + "?"
+        elif 0 < len(self.known) <= SHORT_LIST:  # nothing close: a short list is shown whole
+            message += "; known: " + ", ".join(self.known)
         if hint:
             message += f" {hint}"
         super().__init__(message)

@@ -146,7 +146,11 @@ def _source(
         if unknown or config_file or model or backend:
             raise ConfigError("ground_truth takes only --set level=N (or --env-arg level=N)")
         if "level" in settings:
-            env_kwargs = {**env_kwargs, "level": int(settings["level"])}
+            try:
+                level = int(settings["level"])
+            except ValueError:
+                raise ConfigError(f"--set level={settings['level']!r} is not a Trace level (1, 2, 3 ...)") from None
+            env_kwargs = {**env_kwargs, "level": level}
         config = {"level": env_kwargs.get("level"), "answer": "the expected stdout, run in the sandbox"}
         return None, {"agent": GROUND_TRUTH, "config": config, **base}, env_kwargs
     directory = Path(agent)

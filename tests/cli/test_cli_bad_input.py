@@ -38,6 +38,16 @@ def invoke(*args: str):
             ["demos", *TTT, "--out", "d.jsonl", "--all-replies", "--max-steps", "3", "--num-envs", "2"],
             ["--max-steps, --num-envs do not apply: drop them"],
         ),
+        (["play", *PONG, "--config", "."], ["config file '.' is a folder; pass a .toml (or .json) file"]),
+        (
+            ["demos", "--env", "Trace-v0", "--out", "t.jsonl", "--set", "level=one"],
+            ["level='one' is not a Trace level"],
+        ),
+        (
+            ["play", "--agent", "lm", "--env", "LLMPong-v0", "--backend", "bogus"],
+            ["unknown backend 'bogus'; known: hf,"],
+        ),
+        (["bench", "--suite", "smoke", "--entry", "bogus"], ["unknown entry 'bogus'; known: lm-smollm2-135m,"]),
         (["bench", "--suite", "smoke", "--workers", "2"], ["--workers sets the Ray workers; add --ray"]),
         (["bench", "--suite", "smoke", "--render-only", "--ray"], ["--render-only plays no episode", "--ray"]),
     ],
