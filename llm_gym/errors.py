@@ -29,6 +29,8 @@ class UnknownNameError(LLMGymError, KeyError):
             message += "; did you mean " + ", ".join(repr(m) for m in matches) + "?"
         elif 0 < len(self.known) <= SHORT_LIST:  # nothing close: a short list is shown whole
             message += "; known: " + ", ".join(self.known)
+        if hint and hint[0].isupper() and not message.endswith("?"):
+            message += "."  # the hint is a sentence of its own
         if hint:
             message += f" {hint}"
         super().__init__(message)

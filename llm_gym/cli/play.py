@@ -169,7 +169,7 @@ OPPONENTS = ("random", "mcts")
 def check_opponent(opponent: str, env: str | None, checkpoint: Path | None) -> None:
     """``--opponent`` names a known opponent, on an OpenSpiel env (the checkpoint's, without ``--env``)."""
     if opponent not in OPPONENTS:
-        raise UnknownNameError("opponent", opponent, OPPONENTS, hint="(--opponent takes random or mcts)")
+        raise UnknownNameError("opponent", opponent, OPPONENTS)
     env_id = env or (_checkpoint_env(checkpoint) if checkpoint is not None else None)
     if env_id is not None and env_family(env_id) != "openspiel":
         raise ConfigError(f"--opponent is for OpenSpiel envs; {env_id} has no opponent to choose: drop --opponent")

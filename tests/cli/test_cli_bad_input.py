@@ -48,6 +48,7 @@ def invoke(*args: str):
             ["unknown backend 'bogus'; known: hf,"],
         ),
         (["bench", "--suite", "smoke", "--entry", "bogus"], ["unknown entry 'bogus'; known: lm-smollm2-135m,"]),
+        (["play", "--agent", "zzzz", "--env", "LLMPong-v0"], ["unknown agent 'zzzz'", ". Run `llm-gym agents`"]),
         (["bench", "--suite", "smoke", "--workers", "2"], ["--workers sets the Ray workers; add --ray"]),
         (["bench", "--suite", "smoke", "--render-only", "--ray"], ["--render-only plays no episode", "--ray"]),
     ],
