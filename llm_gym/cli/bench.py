@@ -64,6 +64,11 @@ def bench(
 
         ray_module()  # the one-line install hint before anything runs
     store_path = db or out / "episodes.sqlite"
+    for other in merge or ():  # checked before the store is opened, so a refused merge creates no store file
+        if not other.is_file():
+            raise ConfigError(f"{other}: no such results file to merge")
+    if render_only and not store_path.is_file():
+        raise ConfigError(f"--render-only: there is no store at {store_path}; pass --db, or run the suite first")
     with EpisodeStore(store_path) as store:
         merged = []
         if merge:

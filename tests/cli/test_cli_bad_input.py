@@ -49,6 +49,8 @@ def invoke(*args: str):
         ),
         (["bench", "--suite", "smoke", "--entry", "bogus"], ["unknown entry 'bogus'; known: lm-smollm2-135m,"]),
         (["play", "--agent", "zzzz", "--env", "LLMPong-v0"], ["unknown agent 'zzzz'", ". Run `llm-gym agents`"]),
+        (["bench", "--suite", "smoke", "--merge", "none.sqlite", "--db", "m.sqlite"], ["no such results file"]),
+        (["bench", "--suite", "smoke", "--render-only", "--db", "m.sqlite"], ["there is no store at m.sqlite"]),
         (["bench", "--suite", "smoke", "--workers", "2"], ["--workers sets the Ray workers; add --ray"]),
         (["bench", "--suite", "smoke", "--render-only", "--ray"], ["--render-only plays no episode", "--ray"]),
     ],
