@@ -15,8 +15,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from llm_gym.agent import checkpoint_config
 from llm_gym.cli.common import resolve_config
-from llm_gym.config import from_dict
 from llm_gym.errors import ConfigError
 
 IN_PROCESS_BACKEND = "hf"
@@ -35,14 +35,11 @@ def checkpoint_overrides(
     """The config fields to play ``checkpoint`` with that differ from its saved config (``load_policy``'s
     ``overrides``), resolved as for a fresh agent: saved config <- config file <- ``--set`` <- ``--model`` /
     ``--backend`` / ``--seed``. Raises :class:`ConfigError` for anything the checkpoint cannot play with."""
-    from llm_gym.plugins import get_agent
     from llm_gym.runs import Run
 
     run, _ = Run.resolve_checkpoint(checkpoint, required=False)
-    saved = run.read_config()
-    agent_cls = get_agent(saved["agent"])
+    agent_cls, base = checkpoint_config(run)
     names = {f.name for f in dataclasses.fields(agent_cls.Config)}
-    base = from_dict(agent_cls.Config, saved["config"], source=str(run.path / "config.json"))
     plays_in_process = agent_cls.learns and "model" in names and "backend" not in names
     if backend is not None and plays_in_process:
         if backend != IN_PROCESS_BACKEND:
