@@ -70,6 +70,11 @@ class SFTConfig(LocalLMConfig):
     """AdamW weight decay."""
     max_grad_norm: float = 1.0
     """Gradient-norm clip."""
+    choice_loss_coef: float = 0.0
+    """Weight of the choice loss beside the answer loss: the cross-entropy of the demo's answer among the legal
+    actions under score mode's softmax over each action's sequence log-likelihood, i.e. of the very decision greedy
+    score-mode play makes (the answer loss raises the answer's likelihood but does not lower a rival's). Needs demos
+    that list their ``choices`` (``llm-gym demos`` writes them); 0: answer loss only."""
     value_coef: float = 0.5
     """Weight of the value head's warm-up loss (MSE to each demo's return-to-go times reward_scale); 0: the value
     head is not trained (it stays at its initialisation, as in a fresh ppo_lora run)."""
@@ -104,6 +109,8 @@ class SFTConfig(LocalLMConfig):
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0.0 <= self.validation_fraction < 1.0:
             raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
+        if self.choice_loss_coef < 0:
+            raise ValueError(f"choice_loss_coef must be >= 0, got {self.choice_loss_coef}")
         for name in (
             "trainable_layers",
             "max_demos",

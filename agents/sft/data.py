@@ -30,6 +30,11 @@ class DemoExample:
     """The demonstrator's return from this decision to the end of its episode."""
     episode: str
     """Which demo episode it belongs to (the unit of the train/validation split)."""
+    choices: tuple[tuple[int, ...], ...] = ()
+    """Token ids of each legal action's name as a whole answer (score mode's choices); empty where the demo lists
+    none."""
+    answer_index: int = -1
+    """The answer's index in ``choices`` (-1 without choices)."""
 
 
 def load_records(path: str, env_id: str, max_demos: int = 0) -> list[DemoRecord]:
@@ -86,7 +91,9 @@ class DemoEncoder:
         prompt = builder.encode([user], [turns])[0]
         uses_prefix = prompt.uses_prefix and builder is self.builder
         encoded = answer_only_labels(prompt.ids, self.builder.choice_ids(answer, self.with_end))
-        return DemoExample(encoded, uses_prefix, float(record.return_to_go or 0.0), episode_key(record))
+        choices = tuple(tuple(self.builder.choice_ids(name, self.with_end)) for name in record.choices)
+        index = record.choices.index(answer) if answer in record.choices else -1
+        return DemoExample(encoded, uses_prefix, float(record.return_to_go or 0.0), episode_key(record), choices, index)
 
     def _other(self, system: str) -> PromptBuilder:
         if system not in self._others:

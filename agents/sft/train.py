@@ -29,10 +29,12 @@ from llm_gym.agents.sft.config import SFTConfig
 from llm_gym.agents.sft.data import DemoEncoder, DemoExample, load_records, split_episodes
 from llm_gym.agents.sft.report import EvaluationRecord, print_report, write_plot
 from llm_gym.callbacks import Callback
+from llm_gym.demos.format import DemoRecord
 from llm_gym.envs.protocol import EnvTraits
-from llm_gym.errors import CheckpointError, UnsupportedEnvError
+from llm_gym.errors import CheckpointError, ConfigError, UnsupportedEnvError
 from llm_gym.lm.finetune import prompt_and_answer
 from llm_gym.lm.runtime import configure_threads
+from llm_gym.lm.scoring import categorical_logprobs
 from llm_gym.rl import cosine_schedule
 from llm_gym.runs import Run
 
@@ -43,14 +45,17 @@ STATE_FILE = "sft_training.pt"
 class Batches:
     """The demos of one split with each one's frozen-layer output, computed once."""
 
-    def __init__(self, ac: ActorCritic, examples: Sequence[DemoExample], batch_size: int) -> None:
+    def __init__(
+        self, ac: ActorCritic, examples: Sequence[DemoExample], batch_size: int, with_choices: bool = False
+    ) -> None:
         self.examples = list(examples)
+        self.with_choices = with_choices
         self.parts = [prompt_and_answer(e.encoded) for e in self.examples]
         # Demos repeat decisions (every game starts from the same board): each distinct prompt + answer runs once
-        # and its copies share the tensor (the rows hold the answer's fed-in tokens too).
-        first: dict[tuple[tuple[int, ...], tuple[int, ...]], int] = {}
-        for i, (prompt, answer) in enumerate(self.parts):
-            first.setdefault((tuple(prompt), tuple(answer)), i)
+        # and its copies share the tensor (the rows hold the answer's fed-in tokens too, or every choice's).
+        first: dict[tuple[Any, ...], int] = {}
+        for i in range(len(self.parts)):
+            first.setdefault(self._key(i), i)
         distinct = sorted(set(first.values()))
         computed: dict[int, torch.Tensor] = {}
         with torch.no_grad():
@@ -60,7 +65,11 @@ class Batches:
                 hidden = ac.bottom(batch)
                 for row, i in enumerate(index):
                     computed[i] = hidden[row, : int(batch.row_lengths[row])].clone()
-        self.hidden = [computed[first[(tuple(prompt), tuple(answer))]] for prompt, answer in self.parts]
+        self.hidden = [computed[first[self._key(i)]] for i in range(len(self.parts))]
+
+    def _key(self, i: int) -> tuple[Any, ...]:
+        prompt, answer = self.parts[i]
+        return (tuple(prompt), tuple(answer), self.examples[i].choices if self.with_choices else ())
 
     def __len__(self) -> int:
         return len(self.examples)
@@ -69,7 +78,7 @@ class Batches:
         return ac.pack(
             [self.parts[i][0] for i in index],
             [self.examples[i].uses_prefix for i in index],
-            [[self.parts[i][1]] for i in index],
+            [self.examples[i].choices if self.with_choices else [self.parts[i][1]] for i in index],
         )
 
     def answer_tokens(self, index: Sequence[int]) -> int:
@@ -92,10 +101,24 @@ class Batches:
         out, values = ac.top(hidden, batch, "train" if train else "rollout")
         targets = torch.tensor([self.examples[i].return_to_go for i in index], device=values.device)
         squared = 0.5 * (values - config.reward_scale * targets) ** 2
-        tokens, demos = share or (out.token_logprobs.numel(), len(index))
-        loss = -out.token_logprobs.sum() / tokens + config.value_coef * squared.sum() / demos
-        return {"loss": loss, "answer_loss": -out.token_logprobs.mean(), "answer_prob": out.seq_logprobs.exp().mean(),
-                "value_loss": squared.mean()}  # fmt: skip
+        tokens, demos = share or (self.answer_tokens(index), len(index))
+        if self.with_choices:
+            # Each row holds every legal action as a continuation, row-major; the answer is one of them.
+            counts = torch.tensor([len(self.examples[i].choices) for i in index], device=values.device)
+            answer = torch.tensor([self.examples[i].answer_index for i in index], device=values.device)
+            answer_seq = out.seq_logprobs[torch.cumsum(counts, 0) - counts + answer]
+            choice_logp = categorical_logprobs(out.seq_logprobs, batch.seq_row, len(index))
+            choice_nll = -choice_logp.gather(1, answer[:, None]).squeeze(1)
+        else:
+            answer_seq = out.seq_logprobs
+        loss = -answer_seq.sum() / tokens + config.value_coef * squared.sum() / demos
+        losses = {"answer_loss": -answer_seq.sum() / self.answer_tokens(index), "answer_prob": answer_seq.exp().mean(),
+                  "value_loss": squared.mean()}  # fmt: skip
+        if self.with_choices:
+            loss = loss + config.choice_loss_coef * choice_nll.sum() / demos
+            losses |= {"choice_loss": choice_nll.mean(),
+                       "choice_accuracy": (choice_logp.argmax(1) == answer).float().mean()}  # fmt: skip
+        return {"loss": loss, **losses}
 
 
 @torch.no_grad()
@@ -124,8 +147,11 @@ def train(config: SFTConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callb
     resume = run.resumed_from
     ac = initial_actor_critic(lora, traits.instructions, resume)
     encoder = DemoEncoder(ac.builder, with_end=config.score_with_end or config.action_mode == "generate")
-    train_data = Batches(ac, [encoder.encode(r) for r in train_records], config.batch_size)
-    val_data = Batches(ac, [encoder.encode(r) for r in val_records], config.batch_size)
+    with_choices = config.choice_loss_coef > 0
+    if with_choices:
+        _check_choices(config.demos, train_records + val_records, config.action_mode)
+    train_data = Batches(ac, [encoder.encode(r) for r in train_records], config.batch_size, with_choices)
+    val_data = Batches(ac, [encoder.encode(r) for r in val_records], config.batch_size, with_choices)
     params = ac.trainable_parameters()
     optimizer = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=config.weight_decay)
     steps_per_epoch = math.ceil(len(train_data) / config.batch_size)
@@ -240,6 +266,18 @@ def train(config: SFTConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callb
     if config.progress:
         print_report(summary, evaluations)
     return training.finished(run, callbacks, counters, summary)
+
+
+def _check_choices(path: str, records: Sequence[DemoRecord], action_mode: str) -> None:
+    """The choice loss ranks each demo's answer among its legal actions: every demo must list them."""
+    if action_mode != "score":
+        raise ConfigError("choice_loss_coef ranks the legal actions as score mode does; it needs action_mode=score")
+    missing = sum(1 for r in records if not r.choices)
+    if missing:
+        raise ConfigError(
+            f"choice_loss_coef needs demos that list their legal actions (`choices`); {missing} of {len(records)} "
+            f"lines of {path} have none: write the file again with `llm-gym demos`, or set choice_loss_coef=0"
+        )
 
 
 def _accumulate(data: Batches, ac: ActorCritic, index: Sequence[int], config: SFTConfig) -> dict[str, float]:

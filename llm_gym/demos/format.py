@@ -64,6 +64,9 @@ class DemoRecord:
     """The episode's ``task_id`` reset option, where one was given."""
     action: int | str | None = None
     """The action id the env was stepped with (``Discrete`` envs); the answer text where the env takes text."""
+    choices: tuple[str, ...] = ()
+    """The names of the legal actions at this decision, in the env's order (``info["action_names"]``): what score
+    mode ranks, the answer among them. Empty where the env takes text, or in files written before this field."""
     reward: float = 0.0
     """The reward of this step."""
     return_to_go: float = 0.0
@@ -147,6 +150,12 @@ def parse_record(data: Any) -> DemoRecord:
         value = data.get(key, 0.0)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ValueError(f"{key} must be a number, got {value!r}")
+    choices = data.get("choices", [])
+    if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
+        raise ValueError(f"choices must be a list of action names, got {choices!r:.80}")
+    if choices and messages[-1]["content"] not in choices:
+        raise ValueError(f"the answer {messages[-1]['content']!r:.40} is not one of the choices")
+    data = {**data, "choices": tuple(choices)}
     for key in ("episode", "step"):
         if type(data.get(key, 0)) is not int:
             raise ValueError(f"{key} must be an integer, got {data[key]!r}")

@@ -45,6 +45,7 @@ class _Decision:
     messages: tuple[Mapping[str, str], ...]
     action: int | str
     task_id: int | None
+    choices: tuple[str, ...] = ()
     reward: float = 0.0
 
 
@@ -122,7 +123,8 @@ def record_demos(
                     messages = ()
                 else:
                     messages = (*messages, {"role": "assistant", "content": answer})
-                pending[slot].append(_Decision(tuple(messages), _plain(action), _task_id(info)))
+                choices = () if traits.text_actions else tuple(str(n) for n in info.get("action_names", ()))
+                pending[slot].append(_Decision(tuple(messages), _plain(action), _task_id(info), choices))
             transition = stepper.step(actions)
             for slot in active:
                 pending[slot][-1].reward = float(transition.rewards[slot])
@@ -161,6 +163,7 @@ def _records(
             step=step,
             task_id=d.task_id,
             action=d.action,
+            choices=d.choices,
             reward=d.reward,
             return_to_go=rewards_to_go[step],
             episode_return=float(stats.episode_return),

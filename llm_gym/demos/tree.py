@@ -71,6 +71,7 @@ class _Node:
     path_index: int
     step: int
     task_id: int | None
+    choices: tuple[str, ...] = ()
     reward: float = 0.0
     weight: float = 0.0
     weighted_return: float = 0.0
@@ -152,7 +153,8 @@ def _play_path(
             key = tuple((m["role"], m["content"]) for m in messages)
             node = nodes.get(key)
             if node is None:
-                node = nodes[key] = _Node(messages, action, seed, summary.episodes, len(visited), _task_id(info))
+                names = tuple(str(n) for n in info["action_names"])
+                node = nodes[key] = _Node(messages, action, seed, summary.episodes, len(visited), _task_id(info), names)
             visited.append(node)
             observation, reward, terminated, truncated, info = env.step(action)
             node.reward = float(reward)
@@ -183,6 +185,7 @@ def _record(node: _Node, env: EnvConfig, source: Mapping[str, Any]) -> DemoRecor
         step=node.step,
         task_id=node.task_id,
         action=node.action,
+        choices=node.choices,
         reward=node.reward,
         return_to_go=expected,
         episode_return=expected,

@@ -21,26 +21,27 @@ def write_demos(path: Path, env: EnvConfig, policy: Policy, episodes: int, seed:
     try:
         for episode in range(episodes):
             observation, info = gym_env.reset(seed=seed + episode)
-            steps: list[tuple[Any, Any, Any, float]] = []
+            steps: list[tuple[Any, Any, Any, float, tuple[str, ...]]] = []
             done = False
             while not done:
                 action = policy.act([observation], [info])[0]
+                names: list[str] = []
                 if traits.text_actions:
                     answer = str(action)
                 else:
                     ids, names = legal_choices(info, env.env_id)
                     answer = names[ids.index(int(action))]
                 next_observation, reward, terminated, truncated, info = gym_env.step(action)
-                steps.append((observation, answer, action, float(reward)))
+                steps.append((observation, answer, action, float(reward), tuple(names)))
                 observation, done = next_observation, terminated or truncated
             episode_return = sum(s[3] for s in steps)
             records, to_go = [], episode_return
-            for step, (obs, answer, action, reward) in enumerate(steps):
+            for step, (obs, answer, action, reward, choices) in enumerate(steps):
                 messages = [*chat_messages(traits.instructions, obs), {"role": "assistant", "content": answer}]
                 records.append(
                     DemoRecord(
                         messages=messages, env_id=env.env_id, env_args=dict(env.kwargs), seed=seed + episode,
-                        episode=episode, step=step, task_id=info.get("task_id"), action=action, reward=reward,
+                        episode=episode, step=step, task_id=info.get("task_id"), action=action, choices=choices, reward=reward,
                         episode_return=episode_return, episode_score=float(info.get("score", episode_return)),
                         return_to_go=to_go, source={"agent": type(policy).__name__},
                     )

@@ -49,13 +49,14 @@ def test_a_line_is_the_agreed_json_object(tmp_path: Path) -> None:
 
 def test_round_trip_and_append(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "demos.jsonl"
-    first = [_record(0), _record(1, answer="RIGHT")]
+    first = [_record(0, choices=("NOOP", "FIRE", "RIGHT", "LEFT")), _record(1, answer="RIGHT")]
     second = [_record(0, episode=1, seed=8, task_id=3, action="42\n", answer="42\n")]
     write_records(path, first)
     write_records(path, second)  # a second episode appends
     records = read_demos(path)
     assert records == first + second
     assert records[1].answer == "RIGHT" and records[2].answer == "42\n"
+    assert records[0].choices == ("NOOP", "FIRE", "RIGHT", "LEFT") and records[1].choices == ()
     assert records[0].prompt_messages == [dict(m) for m in first[0].messages[:2]]
 
 
@@ -74,6 +75,10 @@ def test_round_trip_and_append(tmp_path: Path) -> None:
          ' "rewrd": 1}', "unknown key"),
         ('{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}], "env_id": "X",'
          ' "reward": "high"}', "reward must be a number"),
+        ('{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}], "env_id": "X",'
+         ' "choices": "b"}', "choices must be a list of action names"),
+        ('{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}], "env_id": "X",'
+         ' "choices": ["a", "c"]}', "is not one of the choices"),
     ],
 )  # fmt: skip
 def test_a_malformed_line_names_the_file_and_line(tmp_path: Path, line: str, reason: str) -> None:
