@@ -41,6 +41,8 @@ def load_records(path: str, env_id: str, max_demos: int = 0) -> list[DemoRecord]
     """The demo lines of ``path`` (all from ``env_id``), at most ``max_demos`` (cut at an episode's end)."""
     if not path:
         raise ConfigError("sft needs demos: --set demos=FILE.jsonl (write one with `llm-gym demos`)")
+    if Path(path).is_dir():
+        raise ConfigError(f"demos={path} is a folder; give the JSONL file in it that `llm-gym demos --out` wrote")
     if not Path(path).is_file():
         raise ConfigError(f"demos file {path} does not exist (write one with `llm-gym demos --out {path}`)")
     records = read_demos(path)

@@ -116,6 +116,8 @@ def read_demos(path: str | Path) -> list[DemoRecord]:
     missing or unknown key, messages that are not a chat ending with the answer), raises :class:`ConfigError`
     naming the file and the line number; nothing is skipped silently. Blank lines are allowed."""
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{path} is a folder; give the demonstrations file (JSONL) that `llm-gym demos --out` wrote")
     if not path.is_file():
         raise ConfigError(f"demonstrations file {path} does not exist; write one with `llm-gym demos ... --out {path}`")
     records = []

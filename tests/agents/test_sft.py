@@ -176,6 +176,8 @@ def test_bad_demos_are_one_line(tiny_model_dir: Path, ttt_demos: Path, tmp_path:
         load_records("", TTT)
     with pytest.raises(ConfigError, match="does not exist"):
         load_records(str(tmp_path / "missing.jsonl"), TTT)
+    with pytest.raises(ConfigError, match="is a folder; give the JSONL file in it"):
+        load_records(str(tmp_path), TTT)
     with pytest.raises(ConfigError, match="this run trains on OpenSpiel-connect_four-v0"):
         load_records(str(ttt_demos), "OpenSpiel-connect_four-v0")
     result = CliRunner().invoke(build_app(), ["train", "--agent", "sft", "--env", TTT, "--runs-root", str(tmp_path)])

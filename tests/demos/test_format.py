@@ -93,6 +93,8 @@ def test_a_malformed_line_names_the_file_and_line(tmp_path: Path, line: str, rea
 def test_a_missing_file_says_how_to_make_one(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist; write one with `llm-gym demos"):
         read_demos(tmp_path / "none.jsonl")
+    with pytest.raises(ConfigError, match="is a folder; give the demonstrations file"):
+        read_demos(tmp_path)
 
 
 def test_demos_across_openspiel_games_carry_each_tasks_rules(tmp_path: Path) -> None:
