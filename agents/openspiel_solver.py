@@ -78,11 +78,14 @@ class GameSolver:
         self._minimax[key] = result
         return result
 
+    def action_values(self, state: Any) -> dict[int, float]:
+        """The mover's minimax value after each legal action."""
+        sign = 1.0 if state.current_player() == 0 else -1.0
+        return {a: sign * self.value(state.child(a)) for a in state.legal_actions()}
+
     def optimal_actions(self, state: Any) -> list[int]:
         """The legal actions that keep the mover's minimax value."""
-        player = state.current_player()
-        sign = 1.0 if player == 0 else -1.0
-        values = {a: sign * self.value(state.child(a)) for a in state.legal_actions()}
+        values = self.action_values(state)
         best = max(values.values())
         return [a for a, v in values.items() if v >= best - 1e-9]
 
@@ -121,11 +124,25 @@ class SolverPolicy:
     def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
         return [self._act(info) for info in infos]
 
+    def action_values(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[list[float]]:
+        """The mover's minimax value of each legal action (``info["legal_actions"]`` order): what demonstrations
+        record beside the move, so a learner can tell every optimal move from the losing ones."""
+        rows = []
+        for info in infos:
+            solver, state = self._state(info)
+            values = solver.action_values(state)
+            rows.append([values[int(a)] for a in info["legal_actions"]])
+        return rows
+
     def _act(self, info: Mapping[str, Any]) -> int:
+        solver, state = self._state(info)
+        return solver.best_action(state, self.config.tiebreak)
+
+    def _state(self, info: Mapping[str, Any]) -> tuple[GameSolver, Any]:
         if "game_string" not in info or "history" not in info:
             raise UnsupportedEnvError("the solver plays OpenSpiel envs only (their info carries the game history)")
         solver = self._solver(info["game_string"])
-        return solver.best_action(replay(solver.game, info["history"]), self.config.tiebreak)
+        return solver, replay(solver.game, info["history"])
 
     def _solver(self, game_string: str) -> GameSolver:
         if game_string not in self._solvers:

@@ -76,13 +76,25 @@ class Policy(Protocol):
 
     A policy may also carry an ``env_kwargs`` mapping: the ``gym.make`` arguments it was trained with (say, the
     ASCII grid size). ``llm-gym play`` applies them, with the user's ``--env-arg`` on top (see
-    :func:`policy_env_kwargs`).
+    :func:`policy_env_kwargs`). A demonstrator may also have an ``action_values(observations, infos)`` method: its
+    value of each legal action for the player to move, parallel to ``info["legal_actions"]`` (an exact solver's
+    minimax values, say); demonstrations record them (see :func:`policy_action_values`).
     """
 
     def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> Sequence[Action]:
         """One action per observation: an action id, or the answer text where the env takes text (``Trace-v0``);
         ``infos[i]`` is the latest info of env ``i`` (legal actions, mask)."""
         ...
+
+
+def policy_action_values(
+    policy: Policy, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]
+) -> list[tuple[float, ...]] | None:
+    """The policy's value of each legal action in each env (its optional ``action_values`` method), or None."""
+    method = getattr(policy, "action_values", None)
+    if method is None:
+        return None
+    return [tuple(float(v) for v in row) for row in method(observations, infos)]
 
 
 def policy_env_kwargs(policy: Policy) -> dict[str, Any]:

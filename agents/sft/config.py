@@ -75,6 +75,11 @@ class SFTConfig(LocalLMConfig):
     actions under score mode's softmax over each action's sequence log-likelihood, i.e. of the very decision greedy
     score-mode play makes (the answer loss raises the answer's likelihood but does not lower a rival's). Needs demos
     that list their ``choices`` (``llm-gym demos`` writes them); 0: answer loss only."""
+    choice_target: Literal["answer", "best"] = "answer"
+    """What the choice loss counts as right: answer, the demo's own answer; best, any legal action the demonstrator
+    values as highly as its best (``choice_values``, e.g. every optimal move of the exact solver), so the loss is
+    -log of the probability of picking one of them and only worse moves are pushed down (the answer loss still
+    pulls toward the demo's own choice among them)."""
     value_coef: float = 0.5
     """Weight of the value head's warm-up loss (MSE to each demo's return-to-go times reward_scale); 0: the value
     head is not trained (it stays at its initialisation, as in a fresh ppo_lora run)."""
@@ -109,6 +114,8 @@ class SFTConfig(LocalLMConfig):
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0.0 <= self.validation_fraction < 1.0:
             raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
+        if self.choice_target not in ("answer", "best"):
+            raise ValueError(f"choice_target must be answer or best, got {self.choice_target!r}")
         if self.choice_loss_coef < 0:
             raise ValueError(f"choice_loss_coef must be >= 0, got {self.choice_loss_coef}")
         for name in (

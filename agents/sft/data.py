@@ -35,6 +35,8 @@ class DemoExample:
     none."""
     answer_index: int = -1
     """The answer's index in ``choices`` (-1 without choices)."""
+    best: tuple[int, ...] = ()
+    """Indices of the choices the demonstrator values as highly as its best (``choice_values``); empty without."""
 
 
 def load_records(path: str, env_id: str, max_demos: int = 0) -> list[DemoRecord]:
@@ -95,7 +97,11 @@ class DemoEncoder:
         encoded = answer_only_labels(prompt.ids, self.builder.choice_ids(answer, self.with_end))
         choices = tuple(tuple(self.builder.choice_ids(name, self.with_end)) for name in record.choices)
         index = record.choices.index(answer) if answer in record.choices else -1
-        return DemoExample(encoded, uses_prefix, float(record.return_to_go or 0.0), episode_key(record), choices, index)
+        values = record.choice_values
+        best = tuple(i for i, v in enumerate(values) if v >= max(values) - 1e-9) if values else ()
+        return DemoExample(
+            encoded, uses_prefix, float(record.return_to_go or 0.0), episode_key(record), choices, index, best
+        )
 
     def _other(self, system: str) -> PromptBuilder:
         if system not in self._others:

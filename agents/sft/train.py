@@ -108,7 +108,11 @@ class Batches:
             answer = torch.tensor([self.examples[i].answer_index for i in index], device=values.device)
             answer_seq = out.seq_logprobs[torch.cumsum(counts, 0) - counts + answer]
             choice_logp = categorical_logprobs(out.seq_logprobs, batch.seq_row, len(index))
-            choice_nll = -choice_logp.gather(1, answer[:, None]).squeeze(1)
+            right = torch.zeros_like(choice_logp, dtype=torch.bool)  # what the choice loss counts as right
+            for row, i in enumerate(index):
+                example = self.examples[i]
+                right[row, list(example.best) if config.choice_target == "best" else [example.answer_index]] = True
+            choice_nll = -torch.logsumexp(choice_logp.masked_fill(~right, float("-inf")), dim=1)
         else:
             answer_seq = out.seq_logprobs
         loss = -answer_seq.sum() / tokens + config.value_coef * squared.sum() / demos
@@ -117,7 +121,7 @@ class Batches:
         if self.with_choices:
             loss = loss + config.choice_loss_coef * choice_nll.sum() / demos
             losses |= {"choice_loss": choice_nll.mean(),
-                       "choice_accuracy": (choice_logp.argmax(1) == answer).float().mean()}  # fmt: skip
+                       "choice_accuracy": right.gather(1, choice_logp.argmax(1, keepdim=True)).float().mean()}  # fmt: skip
         return {"loss": loss, **losses}
 
 
@@ -149,7 +153,7 @@ def train(config: SFTConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callb
     encoder = DemoEncoder(ac.builder, with_end=config.score_with_end or config.action_mode == "generate")
     with_choices = config.choice_loss_coef > 0
     if with_choices:
-        _check_choices(config.demos, train_records + val_records, config.action_mode)
+        _check_choices(config.demos, train_records + val_records, config.action_mode, config.choice_target)
     train_data = Batches(ac, [encoder.encode(r) for r in train_records], config.batch_size, with_choices)
     val_data = Batches(ac, [encoder.encode(r) for r in val_records], config.batch_size, with_choices)
     params = ac.trainable_parameters()
@@ -268,8 +272,9 @@ def train(config: SFTConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callb
     return training.finished(run, callbacks, counters, summary)
 
 
-def _check_choices(path: str, records: Sequence[DemoRecord], action_mode: str) -> None:
-    """The choice loss ranks each demo's answer among its legal actions: every demo must list them."""
+def _check_choices(path: str, records: Sequence[DemoRecord], action_mode: str, target: str) -> None:
+    """The choice loss ranks each demo's answer among its legal actions: every demo must list them (and, for
+    ``choice_target=best``, the demonstrator's value of each)."""
     if action_mode != "score":
         raise ConfigError("choice_loss_coef ranks the legal actions as score mode does; it needs action_mode=score")
     missing = sum(1 for r in records if not r.choices)
@@ -277,6 +282,13 @@ def _check_choices(path: str, records: Sequence[DemoRecord], action_mode: str) -
         raise ConfigError(
             f"choice_loss_coef needs demos that list their legal actions (`choices`); {missing} of {len(records)} "
             f"lines of {path} have none: write the file again with `llm-gym demos`, or set choice_loss_coef=0"
+        )
+    unvalued = sum(1 for r in records if not r.choice_values)
+    if target == "best" and unvalued:
+        raise ConfigError(
+            f"choice_target=best needs the demonstrator's value of each legal action (`choice_values`); {unvalued} of "
+            f"{len(records)} lines of {path} have none (only demonstrators with action values write them, e.g. "
+            f"--agent solver): use choice_target=answer"
         )
 
 

@@ -67,6 +67,9 @@ class DemoRecord:
     choices: tuple[str, ...] = ()
     """The names of the legal actions at this decision, in the env's order (``info["action_names"]``): what score
     mode ranks, the answer among them. Empty where the env takes text, or in files written before this field."""
+    choice_values: tuple[float, ...] = ()
+    """The demonstrator's value of each of ``choices`` for the player to move (an exact solver's minimax values),
+    where it has them (a policy's ``action_values``); empty otherwise. ``sft --set choice_target=best`` reads them."""
     reward: float = 0.0
     """The reward of this step."""
     return_to_go: float = 0.0
@@ -157,7 +160,12 @@ def parse_record(data: Any) -> DemoRecord:
         raise ValueError(f"choices must be a list of action names, got {choices!r:.80}")
     if choices and messages[-1]["content"] not in choices:
         raise ValueError(f"the answer {messages[-1]['content']!r:.40} is not one of the choices")
-    data = {**data, "choices": tuple(choices)}
+    values = data.get("choice_values", [])
+    if not isinstance(values, list) or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values):
+        raise ValueError(f"choice_values must be a list of numbers, got {values!r:.80}")
+    if values and len(values) != len(choices):
+        raise ValueError(f"choice_values has {len(values)} numbers for {len(choices)} choices")
+    data = {**data, "choices": tuple(choices), "choice_values": tuple(float(v) for v in values)}
     for key in ("episode", "step"):
         if type(data.get(key, 0)) is not int:
             raise ValueError(f"{key} must be an integer, got {data[key]!r}")

@@ -20,7 +20,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from llm_gym.agent import EnvConfig, Policy
+from llm_gym.agent import EnvConfig, Policy, policy_action_values
 from llm_gym.demos.format import DemoRecord, write_records
 from llm_gym.envs.history import TURNS_KEY
 from llm_gym.envs.protocol import EnvTraits, step_instructions
@@ -46,6 +46,7 @@ class _Decision:
     action: int | str
     task_id: int | None
     choices: tuple[str, ...] = ()
+    choice_values: tuple[float, ...] = ()
     reward: float = 0.0
 
 
@@ -109,11 +110,16 @@ def record_demos(
             active = stepper.active
             observations = [stepper.observations[i] for i in active]
             infos = [stepper.infos[i] for i in active]
+            values: list[tuple[float, ...]] | None = None
             if ground_truth is not None:
                 actions: list[Any] = [ground_truth(envs.envs[i].unwrapped) for i in active]
             else:
                 actions = list(policy.act(observations, infos))  # type: ignore[union-attr]
-            for slot, observation, info, action in zip(active, observations, infos, actions, strict=True):
+                if not traits.text_actions:
+                    values = policy_action_values(policy, observations, infos)  # type: ignore[arg-type]
+            for k, (slot, observation, info, action) in enumerate(
+                zip(active, observations, infos, actions, strict=True)
+            ):
                 answer = _answer(action, info, traits.text_actions)
                 turns = tuple(info.get(TURNS_KEY, ()))
                 rules = step_instructions(info, traits.instructions)  # OpenSpiel-v0: the task's own rules
@@ -124,7 +130,8 @@ def record_demos(
                 else:
                     messages = (*messages, {"role": "assistant", "content": answer})
                 choices = () if traits.text_actions else tuple(str(n) for n in info.get("action_names", ()))
-                pending[slot].append(_Decision(tuple(messages), _plain(action), _task_id(info), choices))
+                row = values[k] if values is not None else ()
+                pending[slot].append(_Decision(tuple(messages), _plain(action), _task_id(info), choices, row))
             transition = stepper.step(actions)
             for slot in active:
                 pending[slot][-1].reward = float(transition.rewards[slot])
@@ -164,6 +171,7 @@ def _records(
             task_id=d.task_id,
             action=d.action,
             choices=d.choices,
+            choice_values=d.choice_values,
             reward=d.reward,
             return_to_go=rewards_to_go[step],
             episode_return=float(stats.episode_return),

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_gym.agent import EnvConfig, Policy
+from llm_gym.agent import EnvConfig, Policy, policy_action_values
 from llm_gym.demos.format import DemoRecord, write_records
 from llm_gym.demos.record import DemoSummary, _task_id
 from llm_gym.envs.catalog import make as make_env
@@ -72,6 +72,7 @@ class _Node:
     step: int
     task_id: int | None
     choices: tuple[str, ...] = ()
+    choice_values: tuple[float, ...] = ()
     reward: float = 0.0
     weight: float = 0.0
     weighted_return: float = 0.0
@@ -154,7 +155,9 @@ def _play_path(
             node = nodes.get(key)
             if node is None:
                 names = tuple(str(n) for n in info["action_names"])
-                node = nodes[key] = _Node(messages, action, seed, summary.episodes, len(visited), _task_id(info), names)
+                values = policy_action_values(policy, [observation], [info])
+                node = nodes[key] = _Node(messages, action, seed, summary.episodes, len(visited), _task_id(info), names,
+                                          values[0] if values else ())  # fmt: skip
             visited.append(node)
             observation, reward, terminated, truncated, info = env.step(action)
             node.reward = float(reward)
@@ -186,6 +189,7 @@ def _record(node: _Node, env: EnvConfig, source: Mapping[str, Any]) -> DemoRecor
         task_id=node.task_id,
         action=node.action,
         choices=node.choices,
+        choice_values=node.choice_values,
         reward=node.reward,
         return_to_go=expected,
         episode_return=expected,

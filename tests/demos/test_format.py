@@ -79,6 +79,10 @@ def test_round_trip_and_append(tmp_path: Path) -> None:
          ' "choices": "b"}', "choices must be a list of action names"),
         ('{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}], "env_id": "X",'
          ' "choices": ["a", "c"]}', "is not one of the choices"),
+        ('{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}], "env_id": "X",'
+         ' "choices": ["a", "b"], "choice_values": [1]}', "choice_values has 1 numbers for 2 choices"),
+        ('{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}], "env_id": "X",'
+         ' "choices": ["a", "b"], "choice_values": [1, "x"]}', "choice_values must be a list of numbers"),
     ],
 )  # fmt: skip
 def test_a_malformed_line_names_the_file_and_line(tmp_path: Path, line: str, reason: str) -> None:

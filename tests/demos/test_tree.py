@@ -47,7 +47,7 @@ def test_the_tree_holds_every_decision_of_sampled_games_once(solver_tree, tmp_pa
     sampled = tmp_path / "sampled.jsonl"
     record_demos(get_agent("solver")().policy(env), env, 30, sampled, source={"agent": "solver"}, seed=7)
     assert {_key(r) for r in read_demos(sampled)} <= set(map(_key, tree))
-    assert all(r.answer in r.choices for r in read_demos(sampled))  # episodes list the legal actions too
+    assert all(r.answer in r.choices and r.choice_values for r in read_demos(sampled))  # episodes list them too
 
 
 def test_answers_are_legal_and_returns_are_expected_values(solver_tree) -> None:
@@ -57,6 +57,9 @@ def test_answers_are_legal_and_returns_are_expected_values(solver_tree) -> None:
         legal = [line.split(" -> ")[1] for line in lines if line.split(" -> ")[0].isdigit()]
         assert record.messages[-1]["content"] in legal
         assert record.choices == tuple(legal)  # what score mode ranks, written beside the answer
+        # The solver's minimax value of each: its own move is one of the best, and nothing is better than a win.
+        assert len(record.choice_values) == len(legal) and set(record.choice_values) <= {-1.0, 0.0, 1.0}
+        assert record.choice_values[legal.index(record.answer)] == max(record.choice_values)
         assert -1.0 <= record.return_to_go <= 1.0
         if record.reward == 1.0:  # the move wins at once: that is its whole return
             assert record.return_to_go == 1.0
