@@ -15,6 +15,7 @@ from typing import Any, Literal
 import llm_gym
 from llm_gym.agent import AgentConfig, EnvConfig, Policy
 from llm_gym.agents.baselines import BaselineAgent
+from llm_gym.config import speed_only, training_only
 from llm_gym.errors import ConfigError
 
 
@@ -36,16 +37,16 @@ class LMConfig(AgentConfig):
     history: int = 0
     """Earlier turns of the episode (observation, then the move taken) shown as chat turns before the current
     observation, so the model can see motion across frames and its own moves. 0: single-turn prompts."""
-    num_envs: int = 8
+    num_envs: int = training_only(8)
     """Envs played in lockstep during train (one batched LM call per step)."""
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     """hf and vllm backends: weights dtype (auto: bfloat16 where the CPU/GPU is fast at it)."""
     quantize: Literal["none", "int8"] = "none"
     """hf backend: int8 = the decoder's Linear layers with int8 weights, for CPU play (float32 around them; it
     changes the policy: docs/lm.md "int8 weights" has the measured agreement and speed). none: as dtype says."""
-    threads: int = 0
+    threads: int = speed_only(0)
     """hf backend: torch threads (0: one per available core)."""
-    batch_size: int = 32
+    batch_size: int = speed_only(32)
     """hf backend: most prompts per forward pass."""
     base_url: str = "http://localhost:8000/v1"
     """openai backend: the server's base URL."""

@@ -10,6 +10,7 @@ import llm_gym.envs  # noqa: F401  (registers the env ids)
 from llm_gym.actions import InvalidActionPolicy, ParsedAction, TextActions, parse_action
 from llm_gym.agent import Agent, AgentConfig, EnvConfig, Policy, load_policy
 from llm_gym.callbacks import Callback
+from llm_gym.config import speed_only, training_only
 from llm_gym.envs.catalog import env_ids, make
 from llm_gym.envs.checker import check_llm_env
 from llm_gym.evaluation import EpisodeResult, run_episodes
@@ -36,4 +37,6 @@ __all__ = [
     "make",
     "parse_action",
     "run_episodes",
+    "speed_only",
+    "training_only",
 ]

@@ -8,8 +8,12 @@ A minimal agent::
 
     @dataclass(frozen=True, kw_only=True)
     class MyConfig(AgentConfig):
-        lr: float = 1e-3
+        learning_rate: float = training_only(1e-3)
         \"\"\"Learning rate.\"\"\"
+        temperature: float = 1.0
+        \"\"\"Sampling temperature.\"\"\"
+        threads: int = speed_only(0)
+        \"\"\"torch threads (0: one per core).\"\"\"
 
     class MyAgent(Agent):
         name = "my_agent"
@@ -20,16 +24,22 @@ A minimal agent::
         def policy(self, env, checkpoint=None): ...
 
 and a plugin module registers it with ``@llm_gym.hookimpl def register_agents(register): register(MyAgent)``.
+
+Each field says what it affects (:mod:`llm_gym.config`): unmarked, how the policy plays; ``training_only(...)``,
+only training (``play --checkpoint --set`` refuses it); ``speed_only(...)``, only how fast the policy plays (a bench
+entry's identity leaves it out).
 """
 
 from __future__ import annotations
 
 import abc
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
+from llm_gym.config import training_only
 from llm_gym.envs.protocol import EnvConfig
 
 if TYPE_CHECKING:
@@ -54,7 +64,7 @@ class AgentConfig:
     renamed: ClassVar[Mapping[str, str]] = {}
     """Old field name -> its current name."""
 
-    total_steps: int = 10_000
+    total_steps: int = training_only(10_000)
     """Environment steps to train for, summed over parallel envs."""
     seed: int = 0
     """Seed for envs, sampling and initialisation."""
@@ -168,4 +178,79 @@ def checkpoint_config(
     saved = run.read_config()
     agent_cls = get_agent(saved["agent"])
     config = from_dict(agent_cls.Config, saved["config"], source=str(run.path / "config.json"))
-    return agent_cls, apply_overrides(config, overrides, source=source) if overrides else config
+    if not overrides:
+        return agent_cls, config
+    played = apply_overrides(config, overrides, source=source)
+    check_checkpoint_settings(agent_cls, config, played, checkpoint=run.path, run=run.path, where=source)
+    return agent_cls, played
+
+
+def check_checkpoint_settings(
+    agent_cls: type[Agent],
+    trained: AgentConfig,
+    config: AgentConfig,
+    *,
+    checkpoint: str | Path,
+    run: str | Path | None = None,
+    where: str = "--set/--config",
+    cli: bool = False,
+) -> dict[str, Any]:
+    """The fields of ``config`` that differ from ``trained`` (a run's saved config): how ``checkpoint`` is to play
+    differently. A change it cannot play with raises :class:`~llm_gym.errors.ConfigError` in one line that names
+    the fields and says what to do, so no setting is dropped without a word: a field the learner's weights fix
+    (``fixed_on_resume``: the base model, the LoRA shape), or a field only training reads (marked
+    :func:`~llm_gym.config.training_only`). ``where`` names where the settings came from (``--set/--config``, a
+    bench entry's ``set``); ``cli`` words the base-model refusal for ``llm-gym play``/``demos`` (``--model``)."""
+    from llm_gym.config import field_effect
+    from llm_gym.errors import ConfigError
+
+    cls = type(config)
+    saved = {f.name: getattr(trained, f.name) for f in dataclasses.fields(cls)}
+    changed = {f: getattr(config, f) for f in saved if getattr(config, f) != saved[f]}
+    if "model" in changed and _same_model(saved["model"], changed["model"]):
+        del changed["model"]  # the same directory, written another way
+    training = [f for f in changed if field_effect(cls, f) == "training"]
+    if agent_cls.learns:
+        fixed = [f for f in agent_cls.fixed_on_resume if f in changed and f not in training]
+        if "model" in fixed:
+            given = changed["model"]
+            if cli:
+                drop, untrained = "--model", f"with --agent lm --model {given}"
+            else:
+                drop, untrained = f"model from {where}", 'as an agent = "lm" entry'
+            raise ConfigError(
+                f"{checkpoint} was trained on the base model {saved['model']!r}, not {given!r}: its "
+                f"weights play only on that model; drop {drop} (or play {given!r} untrained {untrained})"
+            )
+        if fixed:
+            shown = ", ".join(f"{f}={saved[f]!r}" for f in fixed)
+            raise ConfigError(
+                f"{checkpoint} was trained with {shown}, which its checkpoint holds; it plays as trained: drop "
+                f"{', '.join(fixed)} from {where}"
+            )
+    if training:
+        shown = ", ".join(f"{f}={changed[f]!r}" for f in training)
+        them = "it" if len(training) == 1 else "them"
+        hints = []
+        if cli and "num_envs" in training:
+            hints.append("--num-envs sets the envs it plays")
+        if run is not None and agent_cls.learns and not set(training) & set(agent_cls.fixed_on_resume):
+            sets = " ".join(f"--set {f}={_cli_value(changed[f])}" for f in training)
+            hints.append(f"to train on with {them}: llm-gym train --resume {run} {sets}")
+        raise ConfigError(
+            f"{shown} only affect{'s' if len(training) == 1 else ''} training, not how {checkpoint} plays: drop "
+            f"{them} from {where}" + (f" ({'; '.join(hints)})" if hints else "")
+        )
+    return changed
+
+
+def _same_model(saved: str, given: str) -> bool:
+    """True where both name one local directory (a relative and an absolute path, say)."""
+    return saved == given or (Path(saved).is_dir() and Path(given).is_dir() and Path(saved).samefile(given))
+
+
+def _cli_value(value: Any) -> str:
+    """A value as ``--set key=VALUE`` takes it (lists comma-joined)."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value))
+    return str(value).lower() if isinstance(value, bool) else str(value)

@@ -3,6 +3,12 @@
 The docstrings are the only help text: :func:`field_docs` reads them from the source, the CLI shows them, and
 ``--set key=value`` / ``--config file.toml`` go through :func:`apply_overrides`, which names the valid keys when a
 key is wrong and the expected type when a value is.
+
+What a field affects is declared next to it: :func:`training_only` for a field only ``train`` reads (a learning
+rate, an epoch count: a checkpoint plays the same whatever it says, so ``play --checkpoint --set`` refuses it) and
+:func:`speed_only` for one that changes how fast a policy plays and never what it plays (torch threads, an inference
+batch size: a bench entry's identity leaves it out, so changing it replays nothing). A field without a marker
+affects play. :func:`field_effect` reads the markers.
 """
 
 from __future__ import annotations
@@ -18,11 +24,53 @@ import types
 import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from llm_gym.errors import ConfigError, suggest
 
 C = TypeVar("C")
+T = TypeVar("T")
+
+Effect = Literal["play", "training", "speed"]
+"""What a config field affects: how a policy plays (the default), training only, or the speed of play only."""
+
+EFFECT_KEY = "llm_gym.effect"
+"""The ``dataclasses.field`` metadata key that holds a field's :data:`Effect`."""
+
+
+def training_only(default: Any = dataclasses.MISSING, *, default_factory: Any = dataclasses.MISSING) -> Any:
+    """A config field that only training reads, e.g. ``learning_rate: float = training_only(3e-4)``.
+
+    A policy plays the same whatever it says, so ``llm-gym play --checkpoint`` / ``demos --agent CHECKPOINT`` and a
+    bench checkpoint entry refuse a change to it in one line instead of dropping it."""
+    return _marked("training", default, default_factory)
+
+
+def speed_only(default: Any = dataclasses.MISSING, *, default_factory: Any = dataclasses.MISSING) -> Any:
+    """A config field that the policy reads but that changes only how fast it plays, never what it plays, e.g.
+    ``threads: int = speed_only(0)``: torch threads, the most prompts per forward pass. (Floating-point sums may
+    round differently; the actions are the same.) A bench entry's identity leaves it out, so changing it replays no
+    stored episode."""
+    return _marked("speed", default, default_factory)
+
+
+def _marked(effect: Effect, default: Any, default_factory: Any) -> Any:
+    return dataclasses.field(default=default, default_factory=default_factory, metadata={EFFECT_KEY: effect})
+
+
+def field_effect(cls: type, name: str) -> Effect:
+    """What field ``name`` of config class ``cls`` affects. A subclass that redeclares a field (another default)
+    keeps the marker a base class gave it unless it marks the field itself."""
+    for klass in cls.__mro__:
+        declared = klass.__dict__.get("__dataclass_fields__", {}).get(name)
+        if declared is not None and EFFECT_KEY in declared.metadata:
+            return declared.metadata[EFFECT_KEY]
+    return "play"
+
+
+def fields_with_effect(cls: type, effect: Effect) -> frozenset[str]:
+    """The names of ``cls``'s fields that affect ``effect`` only (or, for "play", those without a marker)."""
+    return frozenset(f.name for f in dataclasses.fields(cls) if field_effect(cls, f.name) == effect)
 
 
 @functools.cache

@@ -6,26 +6,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llm_gym.agent import AgentConfig
+from llm_gym.config import training_only
 
 
 @dataclass(frozen=True, kw_only=True)
 class CurriculumConfig(AgentConfig):
-    total_steps: int = 20_000
+    total_steps: int = training_only(20_000)
     """Environment steps to train for, summed over parallel envs (passed to the base learner)."""
     base: str = "ppo_lora"
     """The learner plugin that trains (any agent whose train() takes a task sampler: ppo_lora, nanogpt_ppo, ...)."""
     base_config: dict[str, Any] = field(default_factory=dict)
     """The base learner's own settings (a base_config table in the TOML file, or --set base_config='{"num_envs": 4}');
     its total_steps and seed come from this config."""
-    stages: tuple[dict[str, Any], ...] = ()
+    stages: tuple[dict[str, Any], ...] = training_only(())
     """One TOML table per stage (an array of tables named stages): name, tasks ("first-last"), threshold, optional
     window / demote_below, and the env's reset options (OpenSpiel: opponent, mcts, seat; Trace: level). Empty: the
     seed's three OpenSpiel stages (docs/curriculum.md)."""
-    window: int = 100
+    window: int = training_only(100)
     """Recent episodes of a stage its success rate is measured over (a stage's own window wins)."""
-    buffer_size: int = 1000
+    buffer_size: int = training_only(1000)
     """Failed tasks kept for replay (the least urgent goes when it is full)."""
-    replay_share: float = 0.3
+    replay_share: float = training_only(0.3)
     """Share of episodes replayed from the failure buffer (priority 1 - score); 0 turns replay off."""
 
     def __post_init__(self) -> None:

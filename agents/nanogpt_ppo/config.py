@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from llm_gym.agent import AgentConfig
+from llm_gym.config import speed_only, training_only
 
 PRESETS: dict[str, dict[str, Any]] = {
     # RL_Driven_nanoGPT (train_ppo.py) as the issue lists it: one env, a 24 x 80 grid read as 24 * 81 = 1944
@@ -84,7 +85,7 @@ class NanoGPTPPOConfig(AgentConfig):
         "torch_threads": "threads",
     }
 
-    total_steps: int = 1_000_000
+    total_steps: int = training_only(1_000_000)
     """Environment steps to train for, summed over parallel envs."""
     preset: Literal["cpu", "reference"] = "cpu"
     """Named set of values for every field left at None: `cpu` (small grid and model, fast on a CPU) or `reference` (the original RL_Driven_nanoGPT setup)."""
@@ -113,68 +114,68 @@ class NanoGPTPPOConfig(AgentConfig):
     """Give the query token the channel-wise max of the embeddings before it, so the heads see a rare character (the ball) from the start."""
 
     # -- rollouts ----------------------------------------------------------------------------------------------
-    num_envs: int | None = None
+    num_envs: int | None = training_only(None)
     """Parallel envs (a Gymnasium vector env); one batched forward pass decides for all of them."""
-    num_steps: int | None = None
+    num_steps: int | None = training_only(None)
     """Steps per env between updates; a rollout holds num_envs * num_steps samples."""
-    vector_env: Literal["sync", "async"] = "sync"
+    vector_env: Literal["sync", "async"] = training_only("sync")
     """`sync` steps the envs in this process; `async` gives each env its own process (pays off with spare cores)."""
-    life_loss_terminal: bool | None = None
+    life_loss_terminal: bool | None = training_only(None)
     """Treat the loss of a life as the end of an episode for value bootstrapping (the env keeps playing)."""
-    reward_clip: float | None = None
+    reward_clip: float | None = training_only(None)
     """Clip training rewards to [-reward_clip, reward_clip]; 0 = no clipping. Evaluation always reports the game's own returns."""
 
     # -- PPO ---------------------------------------------------------------------------------------------------
-    gamma: float = 0.99
+    gamma: float = training_only(0.99)
     """Discount."""
-    gae_lambda: float = 0.95
+    gae_lambda: float = training_only(0.95)
     """GAE lambda."""
-    update_epochs: int | None = None
+    update_epochs: int | None = training_only(None)
     """Passes over each rollout."""
-    minibatch_size: int | None = None
+    minibatch_size: int | None = training_only(None)
     """Samples per gradient step."""
-    clip_coef: float | None = None
+    clip_coef: float | None = training_only(None)
     """PPO ratio clip."""
-    value_clip_coef: float | None = None
+    value_clip_coef: float | None = training_only(None)
     """Clip of the value change per update; 0 turns value clipping off."""
-    value_coef: float | None = None
+    value_coef: float | None = training_only(None)
     """Weight of the value loss (which is 0.5 * squared error)."""
-    entropy_coef: float | None = None
+    entropy_coef: float | None = training_only(None)
     """Weight of the entropy bonus."""
-    max_grad_norm: float | None = None
+    max_grad_norm: float | None = training_only(None)
     """Clip the global gradient norm to this."""
-    target_kl: float = 0.0
+    target_kl: float = training_only(0.0)
     """Stop an update's epochs early once the approximate KL exceeds this; 0 = never."""
 
     # -- optimiser ---------------------------------------------------------------------------------------------
-    learning_rate: float | None = None
+    learning_rate: float | None = training_only(None)
     """Adam learning rate at the start of the cosine schedule."""
-    final_learning_rate: float | None = None
+    final_learning_rate: float | None = training_only(None)
     """Learning rate the cosine schedule ends at (at total_steps)."""
-    adam_beta2: float | None = None
+    adam_beta2: float | None = training_only(None)
     """Adam beta2 (beta1 is 0.9)."""
 
     # -- evaluation and checkpoints ----------------------------------------------------------------------------
-    eval_every: int = 50_000
+    eval_every: int = training_only(50_000)
     """Evaluate (greedy actions) every this many env steps, and at the end; 0 = only at the end."""
-    eval_episodes: int = 8
+    eval_episodes: int = training_only(8)
     """Episodes per evaluation (the same seeds every time, so evaluations compare)."""
-    eval_max_steps: int = 4_500
+    eval_max_steps: int = training_only(4_500)
     """Cut an evaluation episode after this many steps (4,500 steps = 18,000 Atari frames, the 5 minutes of play of
     the DQN evaluation protocol; a greedy policy that never serves the ball would otherwise never end)."""
-    eval_epsilon: float = 0.0
+    eval_epsilon: float = training_only(0.0)
     """Probability of a random legal action in evaluation instead of the greedy one (0 = purely greedy; the DQN protocol uses 0.05)."""
-    checkpoint_every: int = 50_000
+    checkpoint_every: int = training_only(50_000)
     """Write a resumable checkpoint every this many env steps, and at the end."""
-    keep_checkpoints: int = 3
+    keep_checkpoints: int = training_only(3)
     """Step checkpoints to keep (the best one is kept apart, as checkpoints/best)."""
 
     # -- machine -----------------------------------------------------------------------------------------------
     device: str = "cpu"
     """Torch device: `cpu`, `cuda`, `cuda:1`, ..."""
-    threads: int = 0
+    threads: int = speed_only(0)
     """Threads torch may use; 0 = torch's default (one per core). Set 1 when sharing a small machine."""
-    progress: bool = True
+    progress: bool = training_only(True)
     """Show a progress bar."""
 
     def __post_init__(self) -> None:
@@ -235,17 +236,17 @@ class NanoGPTSettings(NanoGPTPPOConfig):
     mlp_ratio: int = 1
     positions: Literal["absolute", "line_column"] = "absolute"
     query_summary: bool = False
-    num_envs: int = 1
-    num_steps: int = 1
-    life_loss_terminal: bool = False
-    reward_clip: float = 0.0
-    update_epochs: int = 1
-    minibatch_size: int = 1
-    clip_coef: float = 0.2
-    value_clip_coef: float = 0.0
-    value_coef: float = 1.0
-    entropy_coef: float = 0.0
-    max_grad_norm: float = 1.0
-    learning_rate: float = 1e-4
-    final_learning_rate: float = 1e-4
-    adam_beta2: float = 0.999
+    num_envs: int = training_only(1)
+    num_steps: int = training_only(1)
+    life_loss_terminal: bool = training_only(False)
+    reward_clip: float = training_only(0.0)
+    update_epochs: int = training_only(1)
+    minibatch_size: int = training_only(1)
+    clip_coef: float = training_only(0.2)
+    value_clip_coef: float = training_only(0.0)
+    value_coef: float = training_only(1.0)
+    entropy_coef: float = training_only(0.0)
+    max_grad_norm: float = training_only(1.0)
+    learning_rate: float = training_only(1e-4)
+    final_learning_rate: float = training_only(1e-4)
+    adam_beta2: float = training_only(0.999)

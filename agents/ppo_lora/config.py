@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+from llm_gym.config import training_only
 from llm_gym.lm.agent_config import LocalLMConfig
 
 
@@ -14,36 +15,36 @@ class PPOLoRAConfig(LocalLMConfig):
     # Old field names that runs saved before a rename still load under (num_minibatches lived for one day).
     renamed: ClassVar[Mapping[str, str]] = {"num_minibatches": "max_minibatches"}
 
-    total_steps: int = 20_000
+    total_steps: int = training_only(20_000)
     """Environment steps to train for, summed over parallel envs."""
     action_mode: Literal["score", "generate"] = "score"
     """score: a categorical over the legal actions from each action name's likelihood (exact, no parse failures);
     generate: sample an answer and parse it (needed for envs whose action is free text, e.g. Trace-v0)."""
 
     # -- rollouts ----------------------------------------------------------------------------------------------
-    num_envs: int = 8
+    num_envs: int = training_only(8)
     """Envs stepped in lockstep; every step is one batched LM call for all of them."""
-    num_steps: int = 32
+    num_steps: int = training_only(32)
     """Steps per env between updates (a rollout holds num_envs * num_steps decisions)."""
-    max_episode_steps: int = 0
+    max_episode_steps: int = training_only(0)
     """Cut a training episode after this many steps (bootstrapped as a time limit); 0: the env's own limit."""
     max_new_tokens: int = 16
     """generate mode: answer length budget."""
     score_with_end: bool = True
     """score mode: score each action name followed by the chat template's end-of-answer token, so a name that is a
     prefix of another ("1" vs "10") gets the probability of being the whole answer."""
-    rollout_backend: Literal["hf", "vllm"] = "hf"
+    rollout_backend: Literal["hf", "vllm"] = training_only("hf")
     """Who picks the rollout's actions: hf (the training model itself) or vllm (a vLLM engine serving the adapter
     of the latest update; the training model still recomputes every log-prob the update uses). vllm pays off in
     generate mode; in score mode the training model's forward already scores every action (docs/ppo_lora.md)."""
-    rollout_kv_cache_gib: float = 1.0
+    rollout_kv_cache_gib: float = training_only(1.0)
     """rollout_backend=vllm: the engine's KV cache in GiB (on a CPU it comes out of RAM)."""
-    rollout_memory_share: float = 0.25
+    rollout_memory_share: float = training_only(0.25)
     """rollout_backend=vllm: the share of the GPU's memory (on a CPU: of RAM) the engine may take; the training
     model needs the rest."""
 
     # -- LoRA and the value head -------------------------------------------------------------------------------
-    init_adapter: str = ""
+    init_adapter: str = training_only("")
     """Start from this checkpoint (an sft or ppo_lora checkpoint directory, or a run directory: its newest one):
     its adapter/ and, where present, value_head.pt, instead of a fresh LoRA (whose shape then comes from the
     adapter; trainable_layers must match it). Ignored on --resume, which continues from the run's own checkpoint."""
@@ -54,75 +55,75 @@ class PPOLoRAConfig(LocalLMConfig):
     """LoRA rank r."""
     lora_alpha: float = 32.0
     """LoRA scaling alpha (the update is scaled by alpha / r)."""
-    lora_dropout: float = 0.0
+    lora_dropout: float = training_only(0.0)
     """Dropout on the LoRA input."""
     lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
     """Module names that get LoRA adapters."""
 
     # -- PPO ---------------------------------------------------------------------------------------------------
-    learning_rate: float = 2e-4
+    learning_rate: float = training_only(2e-4)
     """Peak AdamW learning rate (LoRA weights and value head)."""
-    lr_schedule: Literal["cosine", "linear", "constant"] = "cosine"
+    lr_schedule: Literal["cosine", "linear", "constant"] = training_only("cosine")
     """Learning-rate schedule over the updates of the run."""
-    warmup_updates: int = 1
+    warmup_updates: int = training_only(1)
     """Updates of linear warm-up before the schedule."""
-    min_lr_ratio: float = 0.1
+    min_lr_ratio: float = training_only(0.1)
     """Final learning rate as a fraction of the peak (cosine and linear)."""
-    weight_decay: float = 0.0
+    weight_decay: float = training_only(0.0)
     """AdamW weight decay."""
-    update_epochs: int = 2
+    update_epochs: int = training_only(2)
     """Passes over each rollout."""
-    minibatch_size: int = 64
+    minibatch_size: int = training_only(64)
     """Decisions per optimizer step (and the most per forward/backward pass, for memory)."""
-    max_minibatches: int = 4
+    max_minibatches: int = training_only(4)
     """At most this many optimizer steps per epoch: a rollout of more than max_minibatches * minibatch_size decisions
     takes this many steps, each with its gradient accumulated over rollout_size / max_minibatches decisions (in
     passes of minibatch_size), instead of more steps of the same size. So more envs make each step's gradient less
     noisy instead of moving the policy further per update (docs/ppo_lora.md, "Batch size and greedy collapse")."""
-    advantage_norm: Literal["rollout", "minibatch", "none"] = "rollout"
+    advantage_norm: Literal["rollout", "minibatch", "none"] = training_only("rollout")
     """Normalise advantages to mean 0, std 1 over the whole rollout (rollout), over each optimizer step's decisions
     (minibatch: the usual PPO code; noisy when a minibatch holds few reward events), or not at all (none)."""
-    target_kl: float = 0.0
+    target_kl: float = training_only(0.0)
     """Stop an update's epochs early once the mean approximate KL(old || new) of an epoch exceeds this; 0 = never.
     (Not kl_target, which steers the KL to the reference model.)"""
-    gamma: float = 0.99
+    gamma: float = training_only(0.99)
     """Discount."""
-    gae_lambda: float = 0.95
+    gae_lambda: float = training_only(0.95)
     """GAE lambda."""
-    clip_coef: float = 0.2
+    clip_coef: float = training_only(0.2)
     """PPO ratio clip."""
-    value_clip_coef: float = 0.2
+    value_clip_coef: float = training_only(0.2)
     """Value clip around the rollout's values; 0 turns it off."""
-    value_coef: float = 0.5
+    value_coef: float = training_only(0.5)
     """Weight of the value loss."""
-    entropy_coef: float = 0.01
+    entropy_coef: float = training_only(0.01)
     """Weight of the entropy bonus."""
-    max_grad_norm: float = 1.0
+    max_grad_norm: float = training_only(1.0)
     """Gradient-norm clip."""
-    reward_scale: float = 1.0
+    reward_scale: float = training_only(1.0)
     """Rewards are multiplied by this before GAE (returns are logged unscaled)."""
-    kl_coef: float = 0.02
+    kl_coef: float = training_only(0.02)
     """Weight of KL(policy || reference) in the loss; the reference is the model with the adapter disabled.
     0 skips the reference pass."""
-    kl_target: float = 0.0
+    kl_target: float = training_only(0.0)
     """Adaptive KL: steer kl_coef so the measured KL per decision tracks this value; 0 keeps kl_coef fixed."""
-    kl_horizon: int = 10_000
+    kl_horizon: int = training_only(10_000)
     """Adaptive KL: decisions over which the coefficient adapts (Ziegler et al. 2019)."""
 
     # -- evaluation and checkpoints ----------------------------------------------------------------------------
-    eval_every: int = 4096
+    eval_every: int = training_only(4096)
     """Greedy evaluation every this many env steps (0: only at the end)."""
-    eval_episodes: int = 4
+    eval_episodes: int = training_only(4)
     """Episodes per evaluation (played in parallel)."""
-    eval_max_steps: int = 2000
+    eval_max_steps: int = training_only(2000)
     """Cut evaluation episodes after this many steps (0: no cut)."""
-    video: bool = True
+    video: bool = training_only(True)
     """Record the first evaluation episode as an mp4 where the env renders frames."""
-    checkpoint_every: int = 2048
+    checkpoint_every: int = training_only(2048)
     """Write a checkpoint every this many env steps (and at the end)."""
-    keep_checkpoints: int = 2
+    keep_checkpoints: int = training_only(2)
     """Step checkpoints kept (the best-evaluation checkpoint is kept besides them)."""
-    progress: bool = True
+    progress: bool = training_only(True)
     """Show a progress bar."""
 
     def __post_init__(self) -> None:

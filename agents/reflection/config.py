@@ -5,98 +5,101 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from llm_gym.config import speed_only, training_only
 from llm_gym.lm.agent_config import LocalLMConfig
 
 
 @dataclass(frozen=True, kw_only=True)
 class ReflectionConfig(LocalLMConfig):
-    total_steps: int = 0
+    total_steps: int = training_only(0)
     """Not used: the budget is iterations x episodes x max_steps."""
     model: str = "smollm2-135m"
     """smollm2-135m (the default, text), a local model directory (a text LM, or an image+text model such as
     SmolVLM for the vision envs), or a cached HF id."""
-    batch_size: int = 16
+    batch_size: int = speed_only(16)
     """Most prompts per forward pass when acting, reflecting and replaying."""
 
     # -- trial -------------------------------------------------------------------------------------------------
-    iterations: int = 3
+    iterations: int = training_only(3)
     """Trial -> reflect -> verify -> fine-tune rounds."""
-    episodes: int = 20
+    episodes: int = training_only(20)
     """Episodes per trial, played in lockstep (one batched LM call per step)."""
-    max_steps: int = 1000
+    max_steps: int = training_only(1000)
     """Cut each trial episode after this many steps."""
     action_mode: Literal["score", "generate"] = "score"
     """How the model acts: score (a categorical over the legal actions' likelihoods, exact) or generate (it writes
     an answer that the shared parser reads)."""
-    trial_greedy: bool = False
+    trial_greedy: bool = training_only(False)
     """Trial: take the most likely action instead of sampling (sampling shows the model more of the game)."""
-    temperature: float = 1.0
+    temperature: float = training_only(1.0)
     """generate mode: sampling temperature in the trial."""
     max_new_tokens: int = 16
     """generate mode: answer length budget when acting."""
 
     # -- reflection --------------------------------------------------------------------------------------------
-    reflection_rate: float = 0.3
+    reflection_rate: float = training_only(0.3)
     """Share of each episode's steps to reflect on: those with the lowest discounted outcome (see credit_gamma)."""
-    credit_gamma: float = 0.9
+    credit_gamma: float = training_only(0.9)
     """Discount of the credit-assignment rule: a reward k steps after a move is charged to it with weight gamma^k."""
-    life_penalty: float = 1.0
+    life_penalty: float = training_only(1.0)
     """A lost life counts as this negative reward when choosing poor steps and in verification replays (Breakout
     punishes by lives, not rewards); reported returns are the game's own."""
-    outcome_threshold: float = 0.0
+    outcome_threshold: float = training_only(0.0)
     """Only steps whose discounted outcome is below this are reflected on."""
-    max_reflections: int = 64
+    max_reflections: int = training_only(64)
     """At most this many reflections per iteration (the lowest outcomes over all episodes); 0: no cap."""
-    reflection_answer: Literal["json", "scored"] = "json"
+    reflection_answer: Literal["json", "scored"] = training_only("json")
     """json: the model answers with a JSON object naming the corrected action (unparsable answers are counted and
     skipped); scored: the model writes its analysis, and the corrected action is the other legal action it then
     rates most likely (always legal: for models that cannot be relied on to write valid JSON)."""
-    reflection_tokens: int = 128
+    reflection_tokens: int = training_only(128)
     """Answer length budget of a reflection (the JSON object)."""
-    reflection_temperature: float = 0.0
+    reflection_temperature: float = training_only(0.0)
     """Sampling temperature of reflections (0: greedy)."""
 
     # -- verification ------------------------------------------------------------------------------------------
-    verify: bool = True
+    verify: bool = training_only(True)
     """Replay each proposed action from the stored env snapshot and keep it only if it does at least as well as
     the action taken (envs that cannot clone their state keep every parsed correction, counted as unverified)."""
-    verify_horizon: int = 16
+    verify_horizon: int = training_only(16)
     """Steps replayed after the reflected step (the corrected or the taken action, then the continuation policy)."""
-    continuation: Literal["model", "random"] = "model"
+    continuation: Literal["model", "random"] = training_only("model")
     """Continuation policy of both replays: the current model, greedy; or seeded random legal actions."""
-    keep_ties: bool = True
+    keep_ties: bool = training_only(True)
     """Keep a correction whose replay scores exactly as well as the action taken ("at least as well")."""
 
     # -- fine-tuning -------------------------------------------------------------------------------------------
     finetune: Literal["lora", "full"] = "lora"
     """lora: train LoRA adapters (peft) on the language model; full: train all language-model weights."""
-    epochs: int = 3
+    epochs: int = training_only(3)
     """Passes over each iteration's verified examples."""
-    train_batch_size: int = 4
+    train_batch_size: int = training_only(4)
     """Examples per gradient step."""
-    learning_rate: float = 2e-4
+    learning_rate: float = training_only(2e-4)
     """AdamW learning rate (LoRA; use about 2e-5 for a full fine-tune)."""
-    weight_decay: float = 0.0
+    weight_decay: float = training_only(0.0)
     """AdamW weight decay."""
-    max_grad_norm: float = 1.0
+    max_grad_norm: float = training_only(1.0)
     """Gradient-norm clip."""
     lora_rank: int = 16
     """LoRA rank r."""
     lora_alpha: float = 32.0
     """LoRA scaling alpha (the update is scaled by alpha / r)."""
-    lora_dropout: float = 0.0
+    lora_dropout: float = training_only(0.0)
     """Dropout on the LoRA input."""
-    lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    lora_targets: tuple[str, ...] = training_only(
+        ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    )
     """Language-model module names that get LoRA adapters (a vision encoder's layers never do)."""
 
     # -- evaluation --------------------------------------------------------------------------------------------
-    eval_episodes: int = 4
+    eval_episodes: int = training_only(4)
     """Greedy episodes on held-out seeds before training and after every iteration (0: none)."""
-    eval_max_steps: int = 1000
+    eval_max_steps: int = training_only(1000)
     """Cut evaluation episodes after this many steps."""
-    eval_seed: int = 10_000
+    eval_seed: int = training_only(10_000)
     """Evaluation episode i uses seed eval_seed + i (disjoint from trial seeds, which start at seed)."""
-    progress: bool = True
+    progress: bool = training_only(True)
     """Show progress bars."""
 
     def __post_init__(self) -> None:

@@ -11,14 +11,15 @@ from dataclasses import dataclass, fields
 from typing import Literal
 
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
+from llm_gym.config import training_only
 from llm_gym.lm.agent_config import LocalLMConfig
 
 
 @dataclass(frozen=True, kw_only=True)
 class SFTConfig(LocalLMConfig):
-    demos: str = ""
+    demos: str = training_only("")
     """The demonstrations file (JSONL from ``llm-gym demos``); required."""
-    total_steps: int = 0
+    total_steps: int = training_only(0)
     """Unused: sft learns from the demos file, not from env steps (``epochs`` sets its budget)."""
     action_mode: Literal["score", "generate"] = "score"
     """How the trained model acts (ppo_lora's meaning): score rates each legal action's name; generate writes the
@@ -29,11 +30,11 @@ class SFTConfig(LocalLMConfig):
     """Train (and score) each answer followed by the chat template's end-of-answer token, as ppo_lora scores it."""
 
     # -- data --------------------------------------------------------------------------------------------------
-    validation_fraction: float = 0.1
+    validation_fraction: float = training_only(0.1)
     """Share of the demo *episodes* (never single decisions of an episode) held out for the validation loss."""
-    max_demos: int = 0
+    max_demos: int = training_only(0)
     """Use at most this many decisions of the file (the first ones, whole episodes); 0: all."""
-    init_adapter: str = ""
+    init_adapter: str = training_only("")
     """Start from this sft or ppo_lora checkpoint's adapter and value head (a run directory: its newest checkpoint)
     instead of a fresh LoRA, e.g. to continue on more demos. Its LoRA must sit on the layers ``trainable_layers``
     gives. The optimiser and schedule start fresh (``--resume`` continues a run of its own instead)."""
@@ -46,65 +47,65 @@ class SFTConfig(LocalLMConfig):
     """LoRA rank r."""
     lora_alpha: float = 32.0
     """LoRA scaling alpha (the update is scaled by alpha / r)."""
-    lora_dropout: float = 0.0
+    lora_dropout: float = training_only(0.0)
     """Dropout on the LoRA input."""
     lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
     """Module names that get LoRA adapters."""
 
     # -- optimisation ------------------------------------------------------------------------------------------
-    epochs: int = 3
+    epochs: int = training_only(3)
     """Passes over the training demos."""
-    batch_size: int = 16
+    batch_size: int = training_only(16)
     """Demos per gradient step."""
-    micro_batch_size: int = 16
+    micro_batch_size: int = training_only(16)
     """Demos per forward/backward pass: a larger ``batch_size`` accumulates the gradient over micro-batches (the
     same gradient, less memory). Memory grows with it: LoRA on every layer of the default model in float32 takes
     about 0.5 GiB per tic-tac-toe demo (batch_size=64 in one pass ran out of 24 GiB)."""
-    learning_rate: float = 5e-4
+    learning_rate: float = training_only(5e-4)
     """Peak AdamW learning rate (LoRA weights and value head); cosine decay to min_lr_ratio after warmup_steps."""
-    warmup_steps: int = 5
+    warmup_steps: int = training_only(5)
     """Gradient steps of linear warm-up."""
-    min_lr_ratio: float = 0.1
+    min_lr_ratio: float = training_only(0.1)
     """Final learning rate as a fraction of the peak."""
-    weight_decay: float = 0.0
+    weight_decay: float = training_only(0.0)
     """AdamW weight decay."""
-    max_grad_norm: float = 1.0
+    max_grad_norm: float = training_only(1.0)
     """Gradient-norm clip."""
-    choice_loss_coef: float = 0.0
+    choice_loss_coef: float = training_only(0.0)
     """Weight of the choice loss beside the answer loss: the cross-entropy of the demo's answer among the legal
     actions under score mode's softmax over each action's sequence log-likelihood, i.e. of the very decision greedy
     score-mode play makes (the answer loss raises the answer's likelihood but does not lower a rival's). Needs demos
     that list their ``choices`` (``llm-gym demos`` writes them); 0: answer loss only."""
-    choice_target: Literal["answer", "best"] = "answer"
+    choice_target: Literal["answer", "best"] = training_only("answer")
     """What the choice loss counts as right: answer, the demo's own answer; best, any legal action the demonstrator
     values as highly as its best (``choice_values``, e.g. every optimal move of the exact solver), so the loss is
     -log of the probability of picking one of them and only worse moves are pushed down (the answer loss still
     pulls toward the demo's own choice among them)."""
-    value_coef: float = 0.5
+    value_coef: float = training_only(0.5)
     """Weight of the value head's warm-up loss (MSE to each demo's return-to-go times reward_scale); 0: the value
     head is not trained (it stays at its initialisation, as in a fresh ppo_lora run)."""
-    reward_scale: float = 1.0
+    reward_scale: float = training_only(1.0)
     """Returns-to-go are multiplied by this for the value warm-up: set it to the ppo_lora run's reward_scale."""
 
     # -- evaluation and checkpoints ----------------------------------------------------------------------------
-    eval_every: int = 1
+    eval_every: int = training_only(1)
     """Greedy evaluation after every this many epochs (and at the end, and before training unless
     ``eval_at_start`` is off); 0: only at the start and the end."""
-    eval_at_start: bool = True
+    eval_at_start: bool = training_only(True)
     """Evaluate the untrained model before the first epoch (the "before" of a before/after comparison). Turn it off
     where that evaluation is the expensive part (generate mode with long answers) and the zero-shot score is known."""
-    eval_episodes: int = 8
+    eval_episodes: int = training_only(8)
     """Episodes per evaluation, on ppo_lora's held-out seeds (seed + 10,000 + i); 0: no evaluation."""
-    eval_max_steps: int = 2000
+    eval_max_steps: int = training_only(2000)
     """Cut evaluation episodes after this many steps (0: no cut)."""
-    video: bool = False
+    video: bool = training_only(False)
     """Record the first evaluation episode as an mp4 where the env renders frames."""
-    keep_checkpoints: int = 2
+    keep_checkpoints: int = training_only(2)
     """Epoch checkpoints kept (the best-evaluation checkpoint is kept besides them)."""
-    checkpoint_every: int = 0
+    checkpoint_every: int = training_only(0)
     """Also checkpoint every N gradient steps inside an epoch, so a killed long epoch resumes where it was
     (``--resume``); 0: at the end of each epoch only."""
-    progress: bool = True
+    progress: bool = training_only(True)
     """Show a progress bar and print the before/after table at the end."""
 
     def __post_init__(self) -> None:

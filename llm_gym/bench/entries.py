@@ -21,7 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from llm_gym.agent import EnvConfig, Policy, policy_env_kwargs
+from llm_gym.agent import EnvConfig, Policy, check_checkpoint_settings, policy_env_kwargs
 from llm_gym.bench.suite import SuiteEntry, SuiteEnv
 from llm_gym.errors import CheckpointError
 
@@ -84,10 +84,16 @@ class ResolvedEntry:
     reads_text: bool = True
     """Whether the agent's play depends on the observation text (``Agent.reads_observation_text``): if so, its
     episodes are keyed by the env's text version too (:func:`env_hash`)."""
+    speed_counted_as: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    """The values the identity counts for the config's speed-only fields (``llm_gym.config.speed_only``) instead of
+    those played with: the entry's base (its agent's defaults, or the run's saved config for a checkpoint entry), or
+    those stored with its episodes (:func:`keep_stored_identity`). So a speed-only setting (``threads``) never
+    changes which episodes an entry has, and identities hashed before fields were marked stay as they were."""
 
     @cached_property
     def entry_hash(self) -> str:
         config = dataclasses.asdict(self.config)
+        config.update({k: v for k, v in self.speed_counted_as.items() if k in config})
         if self.saved_fields is not None:
             config = {k: v for k, v in config.items() if k in self.saved_fields}
         return short_hash({"agent": self.agent_name, "config": config, "checkpoint": self.checkpoint_hash})
@@ -121,8 +127,17 @@ def resolve_entry(entry: SuiteEntry) -> ResolvedEntry:
     if entry.checkpoint is None:
         assert entry.agent is not None
         agent_cls = get_agent(entry.agent)
-        config = apply_overrides(agent_cls.Config(), _as_settings(entry.settings), source=source)
-        return ResolvedEntry(entry, entry.agent, config, None, None, reads_text=agent_cls.reads_observation_text)
+        defaults = agent_cls.Config()
+        config = apply_overrides(defaults, _as_settings(entry.settings), source=source)
+        return ResolvedEntry(
+            entry,
+            entry.agent,
+            config,
+            None,
+            None,
+            reads_text=agent_cls.reads_observation_text,
+            speed_counted_as=_speed_values(defaults),
+        )
     path = Path(entry.checkpoint)
     if not path.is_absolute() and not path.exists():
         path = REPO_ROOT / path
@@ -130,8 +145,10 @@ def resolve_entry(entry: SuiteEntry) -> ResolvedEntry:
         raise CheckpointError(f"entry {entry.name!r}: checkpoint {entry.checkpoint} does not exist")
     run = Run.open(find_run_dir(path))
     agent_cls, trained = checkpoint_config(run)
-    # The entry's settings, applied as `llm-gym play --checkpoint --set` applies them (ResolvedEntry.policy).
+    # The entry's settings, applied and refused as `llm-gym play --checkpoint --set` applies and refuses them
+    # (ResolvedEntry.policy loads the checkpoint with them): a training-only or weight-fixed setting is one line.
     config = apply_overrides(trained, _as_settings(entry.settings), source=source)
+    check_checkpoint_settings(agent_cls, trained, config, checkpoint=entry.checkpoint, where=f"the set of {source}")
     if path.resolve() == run.path.resolve():
         path = run.latest_checkpoint() or path
     renamed = getattr(agent_cls.Config, "renamed", {})
@@ -143,9 +160,22 @@ def resolve_entry(entry: SuiteEntry) -> ResolvedEntry:
         config,
         path,
         directory_hash(path),
-        saved_fields | _changed_fields(trained, config),
+        saved_fields | (_changed_fields(trained, config) - speed_only_fields(type(config))),
         agent_cls.reads_observation_text,
+        _speed_values(trained),
     )
+
+
+def speed_only_fields(cls: type) -> frozenset[str]:
+    """The fields of config class ``cls`` marked ``speed_only``: left out of an entry's identity."""
+    from llm_gym.config import fields_with_effect
+
+    return fields_with_effect(cls, "speed")
+
+
+def _speed_values(base: Any) -> dict[str, Any]:
+    """``{speed-only field: its value in base}``: what the identity counts for those fields."""
+    return {name: getattr(base, name) for name in speed_only_fields(type(base))}
 
 
 def _changed_fields(before: Any, after: Any) -> frozenset[str]:
@@ -157,32 +187,59 @@ def _changed_fields(before: Any, after: Any) -> frozenset[str]:
 
 
 def keep_stored_identity(resolved: ResolvedEntry, stored: Mapping[tuple[str, str], Mapping[str, Any]]) -> ResolvedEntry:
-    """``resolved``, or the same agent entry under the identity its stored episodes have, when its config differs
-    from the one stored with them only by fields the stored config does not name (added to the agent later) and
-    those fields have their default values.
+    """``resolved``, or the same entry under the identity its stored episodes have, when its config differs from the
+    one stored with them only where that leaves what it plays unchanged:
+
+    * (agent entries) by fields the stored config does not name (added to the agent later) while those fields have
+      their default values;
+    * by the values of speed-only fields (``threads``): the identity then counts them at the stored values, so
+      episodes stored with ``threads = 4`` are the entry's episodes under ``threads = 1`` too.
 
     ``stored`` is :meth:`EpisodeStore.entry_info` (``(entry, entry_hash) -> {agent, config, ...}``). A candidate
-    counts only if hashing the current config restricted to the stored fields gives exactly the stored hash, so a
-    changed value of a known field, a changed agent or a field set away from its default is still a new identity.
+    counts only if hashing the current config that way gives exactly the stored hash, so a changed value of a known
+    field, a changed agent or a field set away from its default is still a new identity.
     """
-    if resolved.checkpoint is not None or (resolved.name, resolved.entry_hash) in stored:
-        return resolved  # checkpoint entries count only the fields their run saved; a stored current identity wins
+    if (resolved.name, resolved.entry_hash) in stored:
+        return resolved  # a stored current identity wins
+    speed = speed_only_fields(type(resolved.config))
+    for (entry, entry_hash), info in stored.items():
+        if entry != resolved.name or info.get("agent") != resolved.agent_name:
+            continue
+        config = info.get("config", {})
+        candidates = [] if resolved.checkpoint is not None else [_without_newer_fields(resolved, frozenset(config))]
+        if speed & config.keys():
+            candidates += [_with_stored_speed(c, config, speed) for c in [resolved, *candidates] if c is not None]
+        for candidate in candidates:
+            if candidate is not None and candidate.entry_hash == entry_hash:
+                return candidate
+    return resolved
+
+
+def _without_newer_fields(resolved: ResolvedEntry, known: frozenset[str]) -> ResolvedEntry | None:
+    """An agent entry counting only the ``known`` fields, where every other field has its default value (else
+    None: a field set away from its default is part of the identity)."""
     current = dataclasses.asdict(resolved.config)
     try:
         defaults = dataclasses.asdict(type(resolved.config)())
     except (TypeError, ValueError):
-        return resolved  # a config without defaults for every field: no field can have been added with one
-    for (entry, entry_hash), info in stored.items():
-        if entry != resolved.name or info.get("agent") != resolved.agent_name:
-            continue
-        known = frozenset(info.get("config", {}))
-        newer = current.keys() - known
-        if not known <= current.keys() or any(canonical_json(current[k]) != canonical_json(defaults[k]) for k in newer):
-            continue
-        candidate = dataclasses.replace(resolved, saved_fields=known)
-        if candidate.entry_hash == entry_hash:
-            return candidate
-    return resolved
+        return None  # a config without defaults for every field: no field can have been added with one
+    newer = current.keys() - known
+    if not known <= current.keys() or any(canonical_json(current[k]) != canonical_json(defaults[k]) for k in newer):
+        return None
+    return dataclasses.replace(resolved, saved_fields=known)
+
+
+def _with_stored_speed(resolved: ResolvedEntry, config: Mapping[str, Any], speed: frozenset[str]) -> ResolvedEntry:
+    """``resolved`` counting its speed-only fields at the values of a stored ``config`` (a checkpoint entry also
+    counts those that differ from the run's own, as they counted when that config was stored)."""
+    values = {k: config[k] for k in speed if k in config}
+    saved_fields = resolved.saved_fields
+    if resolved.checkpoint is not None and saved_fields is not None:
+        base = resolved.speed_counted_as
+        saved_fields = saved_fields | {k for k in values if canonical_json(values[k]) != canonical_json(base.get(k))}
+    return dataclasses.replace(
+        resolved, speed_counted_as={**resolved.speed_counted_as, **values}, saved_fields=saved_fields
+    )
 
 
 def _as_settings(settings: Mapping[str, Any]) -> dict[str, Any]:

@@ -3,10 +3,14 @@ a checkpoint: each one is applied where the checkpoint can honour it and refused
 dropped without a word.
 
 A learner's checkpoint holds weights of a fixed shape on a fixed base model (the fields its agent lists in
-``fixed_on_resume``): changing one of those cannot play it, so that is refused naming the checkpoint's value. An LM
+``fixed_on_resume``): changing one of those cannot play it, so that is refused naming the checkpoint's value. A field
+only training reads (marked ``training_only`` in the agent's config: ``learning_rate``, ``epochs`` ...) changes
+nothing in play, so it is refused too, naming it. Both refusals are :func:`llm_gym.agent.check_checkpoint_settings`,
+which a bench suite's checkpoint entry goes through as well. An LM
 checkpoint (ppo_lora, sft, reflection) plays its adapter merged into the base model in this process, i.e. on the
 ``hf`` backend; another backend serves the merged model once ``llm-gym export --merge`` has written it. A run of an
-agent that learns nothing (``lm``, ``random``, ...) holds only its config, so every field applies.
+agent that learns nothing (``lm``, ``random``, ...) holds only its config, so every field but the training-only
+ones (``total_steps``) applies.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from llm_gym.agent import checkpoint_config
+from llm_gym.agent import check_checkpoint_settings, checkpoint_config
 from llm_gym.cli.common import resolve_config
 from llm_gym.errors import ConfigError
 
@@ -53,27 +57,4 @@ def checkpoint_overrides(
     config = resolve_config(
         agent_cls.Config, config_file=config_file, sets=sets, model=model, seed=seed, backend=backend, base=base
     )
-    changed = {f: getattr(config, f) for f in names if getattr(config, f) != getattr(base, f)}
-    if "model" in changed and _same_model(base.model, config.model):
-        del changed["model"]  # the same directory, written another way
-    if agent_cls.learns:
-        fixed = [f for f in agent_cls.fixed_on_resume if f in changed]
-        if "model" in fixed:
-            raise ConfigError(
-                f"{checkpoint} was trained on the base model {base.model!r}, not {config.model!r}: its weights play "
-                f"only on that model; drop --model (or play {config.model!r} untrained with --agent lm --model "
-                f"{config.model})"
-            )
-        if fixed:
-            shown = ", ".join(f"{f}={getattr(base, f)!r}" for f in fixed)
-            hint = " (--num-envs sets the envs it plays)" if "num_envs" in fixed else ""
-            raise ConfigError(
-                f"{checkpoint} was trained with {shown}, which its checkpoint holds; it plays as trained: drop "
-                f"{', '.join(fixed)} from --set/--config{hint}"
-            )
-    return changed
-
-
-def _same_model(saved: str, given: str) -> bool:
-    """True where both name one local directory (a relative and an absolute path, say)."""
-    return saved == given or (Path(saved).is_dir() and Path(given).is_dir() and Path(saved).samefile(given))
+    return check_checkpoint_settings(agent_cls, base, config, checkpoint=checkpoint, run=run.path, cli=True)

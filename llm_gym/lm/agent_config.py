@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from llm_gym.agent import AgentConfig
+from llm_gym.config import speed_only
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -20,7 +21,7 @@ class LocalLMConfig(AgentConfig):
     """Weights dtype of the base model (auto: bfloat16 where the CPU/GPU is fast at it, else float32)."""
     device: str = "auto"
     """auto (cuda when visible, else cpu), cpu, cuda, cuda:1 ..."""
-    threads: int = 0
+    threads: int = speed_only(0)
     """torch threads (0: one per available core)."""
     quantize: Literal["none", "int8"] = "none"
     """Playing only (``llm-gym play [--checkpoint RUN] --set quantize=int8``): int8 = after the adapter is merged,

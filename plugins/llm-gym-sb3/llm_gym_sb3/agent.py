@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from llm_gym import Agent, AgentConfig, Callback, EnvConfig, Run
+from llm_gym import Agent, AgentConfig, Callback, EnvConfig, Run, training_only
 from llm_gym.callbacks import should_stop
 from llm_gym_sb3.features import GameStateFeatures, state_features
 
@@ -26,27 +26,27 @@ class Sb3PPOConfig(AgentConfig):
         ent_coef="entropy_coef",
     )  # fmt: skip  (SB3's names, which the first version of this plugin used)
 
-    total_steps: int = 200_000
+    total_steps: int = training_only(200_000)
     """Environment steps to train for, summed over parallel envs."""
-    num_envs: int = 8
+    num_envs: int = training_only(8)
     """Parallel envs (a DummyVecEnv)."""
-    learning_rate: float = 2.5e-4
+    learning_rate: float = training_only(2.5e-4)
     """Adam learning rate."""
-    num_steps: int = 128
+    num_steps: int = training_only(128)
     """Steps per env per rollout (SB3's n_steps)."""
-    minibatch_size: int = 256
+    minibatch_size: int = training_only(256)
     """Minibatch size (SB3's batch_size)."""
-    update_epochs: int = 4
+    update_epochs: int = training_only(4)
     """Optimisation epochs per rollout (SB3's n_epochs)."""
-    gamma: float = 0.99
+    gamma: float = training_only(0.99)
     """Discount."""
-    gae_lambda: float = 0.95
+    gae_lambda: float = training_only(0.95)
     """GAE lambda."""
-    clip_coef: float = 0.1
+    clip_coef: float = training_only(0.1)
     """PPO clip coefficient (SB3's clip_range)."""
-    entropy_coef: float = 0.01
+    entropy_coef: float = training_only(0.01)
     """Entropy bonus coefficient (SB3's ent_coef)."""
-    checkpoint_every: int = 20_000
+    checkpoint_every: int = training_only(20_000)
     """Env steps between checkpoints."""
 
 
