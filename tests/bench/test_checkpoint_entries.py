@@ -197,7 +197,9 @@ def test_settings_count_in_a_checkpoint_identity_only_where_they_change_play(
 
     plain, int8 = entry_hash(), entry_hash(quantize="int8")
     assert entry_hash(quantize="none", threads=1, dtype="float32") == plain  # the run's own values: tiny_config's
-    assert int8 != plain and entry_hash(threads=2) not in (plain, int8)
+    assert int8 != plain
+    # threads is speed-only: it changes how fast the checkpoint plays, never what, so it never replays an episode.
+    assert entry_hash(threads=2) == entry_hash(threads=3) == plain
 
     saved_path = run / "config.json"
     saved = json.loads(saved_path.read_text())
@@ -224,5 +226,35 @@ def test_an_unknown_setting_of_a_checkpoint_entry_is_one_line_with_suggestions(
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert result.exit_code == 2 and len(lines) == 1, result.output
     assert "entry 'tiny-int8': unknown key 'quantise'" in lines[0] and "did you mean quantize?" in lines[0]
+    with EpisodeStore(db) as store:
+        assert list(store.episodes()) == [], "nothing is played before every entry checks out"
+
+
+def test_a_setting_a_checkpoint_cannot_play_with_is_refused_in_one_line(tiny_ttt_run: Path, tmp_path: Path) -> None:
+    """A checkpoint entry's `set` goes through the same check as `llm-gym play --checkpoint --set`: a field only
+    training reads, or one the weights fix, is refused naming it and the entry, before anything is played."""
+    from typer.testing import CliRunner
+
+    from llm_gym.cli import build_app
+
+    refusals = {
+        "{ learning_rate = 0.001, update_epochs = 3 }": (
+            f"learning_rate=0.001, update_epochs=3 only affect training, not how {tiny_ttt_run} plays: drop them "
+            "from the set of entry 'tiny-int8'"
+        ),
+        "{ lora_rank = 8 }": "trained with lora_rank=4, which its checkpoint holds; it plays as trained: drop lora_rank "
+        "from the set of entry 'tiny-int8'",
+        '{ model = "smollm2-135m" }': "its weights play only on that model; drop model from the set of entry 'tiny-int8'",
+    }
+    db = tmp_path / "e.sqlite"
+    for settings, expected in refusals.items():
+        suite_path = tmp_path / "suite.toml"
+        suite_path.write_text(SETTINGS_SUITE.replace("RUN", str(tiny_ttt_run)).replace("SETTINGS", settings))
+        result = CliRunner().invoke(
+            build_app(), ["bench", "--suite", str(suite_path), "--db", str(db), "--no-progress"]
+        )
+        lines = [line for line in result.output.splitlines() if line.strip()]
+        assert result.exit_code == 2 and len(lines) == 1, result.output
+        assert expected in lines[0], lines[0]
     with EpisodeStore(db) as store:
         assert list(store.episodes()) == [], "nothing is played before every entry checks out"

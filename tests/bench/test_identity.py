@@ -136,3 +136,57 @@ def test_a_field_added_with_its_default_keeps_the_stored_identity(tmp_path: Path
         # Once the store also holds the current identity (episodes played after the field existed), that one wins.
         store.add_entry("lm", now.entry_hash, "lm", dataclasses.asdict(now.config), None, None, {"cpus": 1})
         assert resolve_entries(suite, store)[0]["lm"].entry_hash == now.entry_hash
+
+
+# -- speed-only fields (threads, an inference batch size): never part of an identity --------------------------------
+
+
+def test_a_speed_only_setting_keeps_the_identity_and_stored_episodes(tmp_path: Path) -> None:
+    """``threads`` and ``batch_size`` of the lm agent change how fast it plays, not what: setting them changes no
+    identity, and episodes a store holds under other values of them (hashed before the fields were marked) stay the
+    entry's episodes."""
+    import dataclasses
+
+    path = tmp_path / "suite.toml"
+    path.write_text(SUITE)
+    suite = load_suite(path).select(entries=["lm"], envs=["ttt"])
+    now = resolve_entries(suite)[0]["lm"]
+
+    def resolved(setting: str, store: EpisodeStore | None = None):
+        changed = tmp_path / "changed.toml"
+        changed.write_text(SUITE.replace('action_mode = "score" }', f'action_mode = "score", {setting} }}'))
+        return resolve_entries(load_suite(changed).select(entries=["lm"], envs=["ttt"]), store)[0]["lm"]
+
+    assert resolved("threads = 1").entry_hash == resolved("batch_size = 4, threads = 2").entry_hash == now.entry_hash
+    assert resolved("greedy = false").entry_hash != now.entry_hash  # a field that plays still counts
+
+    # A store written before threads was marked speed-only, by a run with threads = 4: its hash counts 4.
+    stored_config = {**dataclasses.asdict(now.config), "threads": 4}
+    stored_hash = short_hash({"agent": "lm", "config": stored_config, "checkpoint": None})
+    with EpisodeStore(tmp_path / "e.sqlite") as store:
+        store.add_entry("lm", stored_hash, "lm", stored_config, None, None, {"cpus": 1})
+        for setting in ("threads = 1", "threads = 4", "batch_size = 8"):
+            assert resolved(setting, store).entry_hash == stored_hash, setting
+        assert resolved("temperature = 0.5, threads = 4", store).entry_hash != stored_hash
+
+
+def test_the_committed_stores_entries_keep_their_identities(tmp_path: Path) -> None:
+    """Every agent entry of the standard suite resolves to an identity the committed store holds, by the code alone
+    (not through a stored-identity fallback): marking fields speed-only made no stored episode missing."""
+    import shutil
+
+    from llm_gym.bench.entries import REPO_ROOT
+
+    committed = REPO_ROOT / "leaderboard" / "episodes.sqlite"
+    shutil.copy(committed, tmp_path / "copy.sqlite")  # the store is only read; a copy keeps the repository untouched
+    suite = load_suite("standard")
+    with EpisodeStore(tmp_path / "copy.sqlite") as store:
+        stored = store.entry_info()
+        resolved, _ = resolve_entries(suite, store)
+        agents = {name: entry for name, entry in resolved.items() if entry.checkpoint is None}
+        assert agents, "the standard suite has agent entries to check"
+        # (checkpoint entries hash the checkpoint files on this machine; a fresh clone has none of them)
+        for name, entry in agents.items():
+            assert (name, entry.entry_hash) in stored, name
+            fresh = resolve_entry(next(e for e in suite.entries if e.name == name))
+            assert fresh.entry_hash == entry.entry_hash, f"{name}: its identity comes from the code, not the store"

@@ -114,14 +114,44 @@ def test_checkpoint_paths_that_are_not_a_checkpoint_say_what_to_pass(run_dir: Pa
     assert not (model_dir / "checkpoints").exists(), "nothing is written into a folder that is not a run"
 
 
-def test_a_run_of_an_agent_that_learns_nothing_takes_every_field(tmp_path: Path) -> None:
-    """A random run holds only its config: --seed and --set apply; --model / --backend it has none of."""
+def test_a_run_of_an_agent_that_learns_nothing_takes_every_field_that_plays(tmp_path: Path) -> None:
+    """A random run holds only its config: --seed and --set apply, but not total_steps (its train's budget, which
+    play never reads); --model / --backend it has none of."""
     run = tmp_path / "random_run"
     trained = invoke("train", "--agent", "random", "--env", "OpenSpiel-tic_tac_toe-v0", "--run-dir", str(run),
                      "--set", "total_steps=5")  # fmt: skip
     assert trained.exit_code == 0, trained.output
-    result = invoke("play", "--checkpoint", str(run), "--seed", "7", "--set", "total_steps=3", *PLAY)
+    result = invoke("play", "--checkpoint", str(run), "--seed", "7", "--set", "seed=3", *PLAY)
     assert result.exit_code == 0, result.output
     assert [e["seed"] for e in json.loads(result.stdout)["episodes"]] == [7]
+    line = error_line(invoke("play", "--checkpoint", str(run), "--set", "total_steps=3", *PLAY))
+    assert "total_steps=3 only affects training" in line and "drop it from --set/--config" in line
     assert "has no model to choose" in error_line(invoke("play", "--checkpoint", str(run), "--model", "m"))
     assert "has no backend to choose" in error_line(invoke("play", "--checkpoint", str(run), "--backend", "hf"))
+
+
+# -- settings only training reads (marked training_only in the agent's config) --------------------------------------
+
+
+def test_training_only_settings_are_refused_naming_them(checkpoint: Path, run_dir: Path, tmp_path: Path) -> None:
+    """A learning rate, an epoch count ... change nothing in how a checkpoint plays: play and demos refuse them in
+    one line that names them and says how to train with them instead, whether from --set or --config."""
+    line = error_line(invoke("play", "--checkpoint", str(checkpoint), "--set", "learning_rate=1e-3", *PLAY))
+    assert line == (
+        f"error: learning_rate=0.001 only affects training, not how {checkpoint} plays: drop it from --set/--config "
+        f"(to train on with it: llm-gym train --resume {run_dir} --set learning_rate=0.001)"
+    )
+    config = tmp_path / "play.toml"
+    config.write_text("update_epochs = 3\nthreads = 1\n")  # threads plays (speed only); update_epochs trains
+    line = error_line(invoke("demos", "--agent", str(checkpoint), "--env", "LLMBreakout-text-v0", "--out",
+                             str(tmp_path / "d.jsonl"), "--config", str(config), "--set", "target_kl=0.05"))  # fmt: skip
+    assert "update_epochs=3, target_kl=0.05 only affect training" in line and "drop them from --set/--config" in line
+    assert "--set update_epochs=3 --set target_kl=0.05" in line and "threads" not in line
+    assert not (tmp_path / "d.jsonl").exists(), "nothing is written before the settings check out"
+    # num_envs only trains, and a resume cannot change it (the run's envs are in its checkpoint): no resume hint.
+    line = error_line(invoke("play", "--checkpoint", str(checkpoint), "--set", "num_envs=4", *PLAY))
+    assert "num_envs=4 only affects training" in line and "--num-envs sets the envs it plays" in line
+    assert "--resume" not in line
+    # A training setting equal to the run's own value changes nothing, so nothing is refused.
+    same = invoke("play", "--checkpoint", str(checkpoint), "--set", "num_steps=4", "--set", "threads=1", *PLAY)
+    assert same.exit_code == 0, same.output
