@@ -6,25 +6,29 @@ import typer
 from rich.table import Table
 
 from llm_gym.cli.common import JsonOption, cli_errors, console, print_json
-from llm_gym.config import config_table
+from llm_gym.config import config_table, field_effect
 from llm_gym.plugins import agent_owner, agents, get_agent
 
 
 @cli_errors
 def agents_command(
-    name: str = typer.Argument(None, help="Show this agent's config fields (what --set takes)."),
+    name: str = typer.Argument(
+        None, help="Show this agent's config fields (what --set takes) and what each affects: play, training, speed."
+    ),
     as_json: JsonOption = False,
 ) -> None:
     """List agents, or show the config of one."""
     if name is not None:
         cls = get_agent(name)
         rows = config_table(cls.Config)
+        # what each field affects (llm_gym.config.training_only / speed_only; unmarked: play)
+        effects = {k: field_effect(cls.Config, k) for k, *_ in rows}
         if as_json:
-            print_json([{"key": k, "type": t, "default": v, "doc": d} for k, t, v, d in rows])
+            print_json([{"key": k, "type": t, "default": v, "affects": effects[k], "doc": d} for k, t, v, d in rows])
             return
-        table = Table("key", "type", "default", "doc", title=f"{name}: {cls.description}")
-        for row in rows:
-            table.add_row(*row)
+        table = Table("key", "type", "default", "affects", "doc", title=f"{name}: {cls.description}")
+        for key, kind, default, doc in rows:
+            table.add_row(key, kind, default, effects[key], doc)
         console.print(table)
         return
     listing = [

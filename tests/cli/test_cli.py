@@ -34,8 +34,11 @@ def test_agents_and_agent_config() -> None:
         "key": "total_steps",
         "type": "int",
         "default": "10000",
+        "affects": "training",
         "doc": "Environment steps to train for, summed over parallel envs.",
     } in fields
+    affects = {row["key"]: row["affects"] for row in json.loads(invoke("agents", "lm", "--json").output)}
+    assert (affects["temperature"], affects["threads"], affects["num_envs"]) == ("play", "speed", "training")
 
 
 def test_play_reports_returns_with_a_ci(tmp_path: Path) -> None:
