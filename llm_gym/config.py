@@ -29,7 +29,6 @@ from typing import Any, Literal, TypeVar
 from llm_gym.errors import ConfigError, suggest
 
 C = TypeVar("C")
-T = TypeVar("T")
 
 Effect = Literal["play", "training", "speed"]
 """What a config field affects: how a policy plays (the default), training only, or the speed of play only."""
@@ -48,9 +47,10 @@ def training_only(default: Any = dataclasses.MISSING, *, default_factory: Any = 
 
 def speed_only(default: Any = dataclasses.MISSING, *, default_factory: Any = dataclasses.MISSING) -> Any:
     """A config field that the policy reads but that changes only how fast it plays, never what it plays, e.g.
-    ``threads: int = speed_only(0)``: torch threads, the most prompts per forward pass. (Floating-point sums may
-    round differently; the actions are the same.) A bench entry's identity leaves it out, so changing it replays no
-    stored episode."""
+    ``threads: int = speed_only(0)``: torch threads, the most prompts per forward pass. The policy stays the same:
+    floating-point sums may round differently, and where it samples, another split into batches may hand a decision
+    other random draws (as another number of parallel envs does). A bench entry's identity leaves it out, so changing
+    it replays no stored episode."""
     return _marked("speed", default, default_factory)
 
 

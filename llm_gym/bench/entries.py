@@ -90,10 +90,15 @@ class ResolvedEntry:
     those stored with its episodes (:func:`keep_stored_identity`). So a speed-only setting (``threads``) never
     changes which episodes an entry has, and identities hashed before fields were marked stay as they were."""
 
-    @cached_property
-    def entry_hash(self) -> str:
+    def counted_config(self) -> dict[str, Any]:
+        """The config as the identity counts it: speed-only fields at :attr:`speed_counted_as`."""
         config = dataclasses.asdict(self.config)
         config.update({k: v for k, v in self.speed_counted_as.items() if k in config})
+        return config
+
+    @cached_property
+    def entry_hash(self) -> str:
+        config = self.counted_config()
         if self.saved_fields is not None:
             config = {k: v for k, v in config.items() if k in self.saved_fields}
         return short_hash({"agent": self.agent_name, "config": config, "checkpoint": self.checkpoint_hash})
@@ -218,7 +223,7 @@ def keep_stored_identity(resolved: ResolvedEntry, stored: Mapping[tuple[str, str
 def _without_newer_fields(resolved: ResolvedEntry, known: frozenset[str]) -> ResolvedEntry | None:
     """An agent entry counting only the ``known`` fields, where every other field has its default value (else
     None: a field set away from its default is part of the identity)."""
-    current = dataclasses.asdict(resolved.config)
+    current = resolved.counted_config()
     try:
         defaults = dataclasses.asdict(type(resolved.config)())
     except (TypeError, ValueError):

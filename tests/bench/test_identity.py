@@ -169,6 +169,13 @@ def test_a_speed_only_setting_keeps_the_identity_and_stored_episodes(tmp_path: P
             assert resolved(setting, store).entry_hash == stored_hash, setting
         assert resolved("temperature = 0.5, threads = 4", store).entry_hash != stored_hash
 
+    # A store written before the lm agent had batch_size: a batch_size set now still finds its episodes.
+    older_config = {k: v for k, v in dataclasses.asdict(now.config).items() if k != "batch_size"}
+    older_hash = short_hash({"agent": "lm", "config": older_config, "checkpoint": None})
+    with EpisodeStore(tmp_path / "older.sqlite") as store:
+        store.add_entry("lm", older_hash, "lm", older_config, None, None, {"cpus": 1})
+        assert resolved("batch_size = 8", store).entry_hash == older_hash
+
 
 def test_the_committed_stores_entries_keep_their_identities(tmp_path: Path) -> None:
     """Every agent entry of the standard suite resolves to an identity the committed store holds: marking fields
