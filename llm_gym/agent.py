@@ -229,19 +229,45 @@ def check_checkpoint_settings(
                 f"{', '.join(fixed)} from {where}"
             )
     if training:
-        shown = ", ".join(f"{f}={changed[f]!r}" for f in training)
-        them = "it" if len(training) == 1 else "them"
-        hints = []
-        if cli and "num_envs" in training:
-            hints.append("--num-envs sets the envs it plays")
-        if run is not None and agent_cls.learns and not set(training) & set(agent_cls.fixed_on_resume):
-            sets = " ".join(f"--set {f}={_cli_value(changed[f])}" for f in training)
-            hints.append(f"to train on with {them}: llm-gym train --resume {run} {sets}")
-        raise ConfigError(
-            f"{shown} only affect{'s' if len(training) == 1 else ''} training, not how {checkpoint} plays: drop "
-            f"{them} from {where}" + (f" ({'; '.join(hints)})" if hints else "")
-        )
+        resumable = run is not None and agent_cls.learns and not set(training) & set(agent_cls.fixed_on_resume)
+        command = f"llm-gym train --resume {run}" if resumable else None
+        _refuse_training_only({f: changed[f] for f in training}, str(checkpoint), where, cli=cli, command=command)
     return changed
+
+
+def check_untrained_settings(agent_cls: type[Agent], config: AgentConfig, *, where: str = "--set/--config") -> None:
+    """Refuse, in one line, a training-only field of ``config`` set away from its default where an untrained
+    policy of ``agent_cls`` is to play (``llm-gym play --agent NAME``, ``demos --agent NAME``): the policy never
+    reads it, so the setting would be dropped without a word."""
+    from llm_gym.config import fields_with_effect
+
+    defaults = agent_cls.Config()
+    names = [f.name for f in dataclasses.fields(config)]
+    training = fields_with_effect(type(config), "training")
+    changed = {f: getattr(config, f) for f in names if f in training and getattr(config, f) != getattr(defaults, f)}
+    if changed:
+        how = f"an untrained {agent_cls.name}" if agent_cls.learns else agent_cls.name
+        command = f"llm-gym train --agent {agent_cls.name}" if agent_cls.learns else None
+        _refuse_training_only(changed, how, where, cli=True, command=command)
+
+
+def _refuse_training_only(changed: Mapping[str, Any], what: str, where: str, *, cli: bool, command: str | None) -> None:
+    """The one-line refusal of training-only settings: names them, says to drop them and, where ``command`` is
+    given (``llm-gym train --resume RUN``, ``llm-gym train --agent NAME``), how to train with them."""
+    from llm_gym.errors import ConfigError
+
+    shown = ", ".join(f"{f}={value!r}" for f, value in changed.items())
+    them = "it" if len(changed) == 1 else "them"
+    hints = []
+    if cli and "num_envs" in changed:
+        hints.append("--num-envs sets the envs it plays")
+    if command is not None:
+        sets = " ".join(f"--set {f}={_cli_value(value)}" for f, value in changed.items())
+        hints.append(f"to train {'on ' if '--resume' in command else ''}with {them}: {command} {sets}")
+    raise ConfigError(
+        f"{shown} only affect{'s' if len(changed) == 1 else ''} training, not how {what} plays: drop {them} from "
+        f"{where}" + (f" ({'; '.join(hints)})" if hints else "")
+    )
 
 
 def _same_model(saved: str, given: str) -> bool:

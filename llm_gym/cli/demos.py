@@ -10,7 +10,7 @@ import gymnasium as gym
 import typer
 
 from llm_gym import __version__
-from llm_gym.agent import EnvConfig, Policy, load_policy, policy_env_kwargs
+from llm_gym.agent import EnvConfig, Policy, check_untrained_settings, load_policy, policy_env_kwargs
 from llm_gym.cli.checkpoint_settings import checkpoint_overrides
 from llm_gym.cli.common import (
     BackendOption,
@@ -167,6 +167,7 @@ def _source(
     config = resolve_config(
         agent_cls.Config, config_file=config_file, sets=sets, model=model, backend=backend, seed=seed
     )
+    check_untrained_settings(agent_cls, config)
     policy = agent_cls(config).policy(EnvConfig(env, env_kwargs))
     return policy, {"agent": agent, "config": to_dict(config), **base}, {**policy_env_kwargs(policy), **env_kwargs}
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from llm_gym.agent import EnvConfig, load_policy, policy_env_kwargs
+from llm_gym.agent import EnvConfig, check_untrained_settings, load_policy, policy_env_kwargs
 from llm_gym.cli.checkpoint_settings import checkpoint_overrides
 from llm_gym.cli.common import (
     AgentOption,
@@ -94,6 +94,7 @@ def play(
         config = resolve_config(
             agent_cls.Config, config_file=config_file, sets=sets, model=model, seed=seed, backend=backend
         )
+        check_untrained_settings(agent_cls, config)
         policy = agent_cls(config).policy(EnvConfig(env, env_kwargs))
         agent_name, env_id = agent, env
     # A policy may carry the env arguments it was trained with (e.g. nanogpt_ppo's grid size); --env-arg wins.

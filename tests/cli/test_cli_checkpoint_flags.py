@@ -1,7 +1,7 @@
 """``play --checkpoint`` and ``demos --agent CHECKPOINT`` with ``--config`` / ``--set`` / ``--model`` / ``--backend``
 / ``--seed``, through the real CLI (typer's runner): each one is applied where the checkpoint can play with it and
 refused in one line (exit code 2) where it cannot, never dropped without a word. A tiny real ppo_lora run trained
-through the CLI is the checkpoint."""
+through the CLI is the checkpoint. Training-only settings of an untrained agent (``play --agent NAME``) last."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from llm_gym.lm.testing import make_tiny_model
 from llm_gym.runs import Run
 
 PLAY = ("--episodes", "1", "--max-steps", "2", "--json")
+TTT = "OpenSpiel-tic_tac_toe-v0"
 
 
 def invoke(*args: str):
@@ -155,3 +156,22 @@ def test_training_only_settings_are_refused_naming_them(checkpoint: Path, run_di
     # A training setting equal to the run's own value changes nothing, so nothing is refused.
     same = invoke("play", "--checkpoint", str(checkpoint), "--set", "num_steps=4", "--set", "threads=1", *PLAY)
     assert same.exit_code == 0, same.output
+
+
+def test_training_only_settings_of_an_untrained_agent_are_refused(tmp_path: Path) -> None:
+    """``play --agent NAME`` / ``demos --agent NAME`` build an untrained policy, which reads no training-only field
+    either: setting one is refused before anything loads; a speed-only one (threads) is not."""
+    line = error_line(invoke("play", "--agent", "ppo_lora", "--env", TTT, "--set", "learning_rate=1e-3", *PLAY))
+    assert line == (
+        "error: learning_rate=0.001 only affects training, not how an untrained ppo_lora plays: drop it from "
+        "--set/--config (to train with it: llm-gym train --agent ppo_lora --set learning_rate=0.001)"
+    )
+    line = error_line(invoke("play", "--agent", "random", "--env", TTT, "--set", "total_steps=5", *PLAY))
+    assert line == "error: total_steps=5 only affects training, not how random plays: drop it from --set/--config"
+    out = tmp_path / "demos.jsonl"
+    line = error_line(invoke("demos", "--agent", "lm", "--env", TTT, "--out", str(out), "--set", "threads=1",
+                             "--set", "num_envs=4"))  # fmt: skip
+    assert "num_envs=4 only affects training, not how lm plays" in line and "--num-envs sets the envs it plays" in line
+    assert not out.exists()
+    played = invoke("play", "--agent", "random", "--env", TTT, "--set", "seed=3", *PLAY)
+    assert played.exit_code == 0, played.output
