@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import random
+import threading
 from dataclasses import dataclass
 
 HELPER = """\
@@ -59,10 +60,21 @@ class Injection:
     points: tuple[Point, ...]
 
 
+_PARSE_LOCK = threading.Lock()
+"""``ast.parse`` is not thread-safe on CPython 3.11: the AST constructor's recursion counter lives in shared module
+state, so two threads parsing at once can fail with ``SystemError: AST constructor recursion depth mismatch``
+(CPython gh-106905; seen here when envs generate tasks in a thread pool). Parses in this module take turns."""
+
+
+def _parse(source: str) -> ast.Module:
+    with _PARSE_LOCK:
+        return ast.parse(source)
+
+
 def inject(source: str, seed: object, max_prints: int = 4) -> Injection:
     """Insert at most ``max_prints`` debug prints into ``source`` at points picked with ``random.Random(seed)``."""
     try:
-        tree = ast.parse(source)
+        tree = _parse(source)
     except (SyntaxError, ValueError):
         return Injection(source, (), ())
     lines = source.splitlines(keepends=True)
@@ -85,7 +97,7 @@ def inject(source: str, seed: object, max_prints: int = 4) -> Injection:
     out.insert(head, HELPER + ("\n" if head < len(out) else ""))
     result = "".join(out)
     try:
-        ast.parse(result)
+        _parse(result)
     except SyntaxError:  # a layout we did not foresee: better no prints than a broken program
         return Injection(source, (), ())
     return Injection(result, tags, tuple(chosen))
