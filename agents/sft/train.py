@@ -34,7 +34,7 @@ from llm_gym.envs.protocol import EnvTraits
 from llm_gym.errors import CheckpointError, ConfigError, UnsupportedEnvError
 from llm_gym.lm.finetune import prompt_and_answer
 from llm_gym.lm.runtime import configure_threads
-from llm_gym.lm.scoring import categorical_logprobs
+from llm_gym.lm.scoring import choice_table
 from llm_gym.rl import cosine_schedule
 from llm_gym.runs import Run
 
@@ -103,11 +103,11 @@ class Batches:
         squared = 0.5 * (values - config.reward_scale * targets) ** 2
         tokens, demos = share or (self.answer_tokens(index), len(index))
         if self.with_choices:
-            # Each row holds every legal action as a continuation, row-major; the answer is one of them.
-            counts = torch.tensor([len(self.examples[i].choices) for i in index], device=values.device)
+            # Each row holds every legal action as a continuation; the answer is one of them.
             answer = torch.tensor([self.examples[i].answer_index for i in index], device=values.device)
-            answer_seq = out.seq_logprobs[torch.cumsum(counts, 0) - counts + answer]
-            choice_logp = categorical_logprobs(out.seq_logprobs, batch.seq_row, len(index))
+            table = choice_table(out.seq_logprobs, batch.seq_row, len(index))
+            answer_seq = table.gather(1, answer[:, None]).squeeze(1)
+            choice_logp = torch.log_softmax(table, dim=-1)
             right = torch.zeros_like(choice_logp, dtype=torch.bool)  # what the choice loss counts as right
             for row, i in enumerate(index):
                 example = self.examples[i]

@@ -42,13 +42,6 @@ register_one_answer_env(
 
 
 @pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from llm_gym.lm.testing import make_tiny_model
-
-    return make_tiny_model(tmp_path_factory.mktemp("tiny-lm"), layers=2, hidden=64, init_std=0.1)
-
-
-@pytest.fixture(scope="module")
 def ttt_demos(tmp_path_factory: pytest.TempPathFactory) -> Path:
     env = EnvConfig(TTT)
     solver = get_agent("solver")()

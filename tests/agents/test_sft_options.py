@@ -29,13 +29,6 @@ TTT = "OpenSpiel-tic_tac_toe-v0"
 
 
 @pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from llm_gym.lm.testing import make_tiny_model
-
-    return make_tiny_model(tmp_path_factory.mktemp("tiny-lm"), layers=2, hidden=64, init_std=0.1)
-
-
-@pytest.fixture(scope="module")
 def ttt_demos(tmp_path_factory: pytest.TempPathFactory) -> Path:
     env = EnvConfig(TTT)
     return write_demos(tmp_path_factory.mktemp("demos") / "ttt.jsonl", env, get_agent("solver")().policy(env), 8)
