@@ -9,6 +9,11 @@ rate, an epoch count: a checkpoint plays the same whatever it says, so ``play --
 :func:`speed_only` for one that changes how fast a policy plays and never what it plays (torch threads, an inference
 batch size: a bench entry's identity leaves it out, so changing it replays nothing). A field without a marker
 affects play. :func:`field_effect` reads the markers.
+
+A dict field may hold another agent's settings (the curriculum's ``base_config``, for the learner it wraps): it is
+declared with :func:`nested_agent_config`, naming the field that says which agent, and then the per-field checks look
+inside it, where that agent's own markers decide (:func:`llm_gym.agent.field_settings`). ``--set`` of such a field
+changes the keys it names and keeps the others.
 """
 
 from __future__ import annotations
@@ -36,6 +41,10 @@ Effect = Literal["play", "training", "speed"]
 EFFECT_KEY = "llm_gym.effect"
 """The ``dataclasses.field`` metadata key that holds a field's :data:`Effect`."""
 
+NESTED_AGENT_KEY = "llm_gym.nested_agent"
+"""The ``dataclasses.field`` metadata key of a dict field holding another agent's settings: the name of the field
+that names that agent."""
+
 
 def training_only(default: Any = dataclasses.MISSING, *, default_factory: Any = dataclasses.MISSING) -> Any:
     """A config field that only training reads, e.g. ``learning_rate: float = training_only(3e-4)``.
@@ -56,6 +65,29 @@ def speed_only(default: Any = dataclasses.MISSING, *, default_factory: Any = dat
 
 def _marked(effect: Effect, default: Any, default_factory: Any) -> Any:
     return dataclasses.field(default=default, default_factory=default_factory, metadata={EFFECT_KEY: effect})
+
+
+def nested_agent_config(agent_field: str) -> Any:
+    """A dict field holding the settings of another agent's config, over that agent's defaults, e.g. the
+    curriculum's ``base_config: dict[str, Any] = nested_agent_config("base")``, where field ``base`` names the agent.
+
+    The per-field checks see through it: each key is what the named agent's own field marks it (training-only,
+    speed-only, held by its checkpoints), and refusals name it as ``base_config.learning_rate``. ``--set`` of the
+    field (``base_config='{"threads": 2}'``) changes only the keys it names."""
+    return dataclasses.field(default_factory=dict, metadata={NESTED_AGENT_KEY: agent_field})
+
+
+def nested_agent_fields(cls: type) -> dict[str, str]:
+    """``{dict field: the field naming the agent whose settings it holds}`` of config class ``cls``
+    (see :func:`nested_agent_config`); a subclass that redeclares such a field keeps the declaration."""
+    out = {}
+    for f in dataclasses.fields(cls):
+        for klass in cls.__mro__:
+            declared = klass.__dict__.get("__dataclass_fields__", {}).get(f.name)
+            if declared is not None and NESTED_AGENT_KEY in declared.metadata:
+                out[f.name] = declared.metadata[NESTED_AGENT_KEY]
+                break
+    return out
 
 
 def field_effect(cls: type, name: str) -> Effect:
@@ -149,6 +181,7 @@ def apply_overrides(config: C, overrides: Mapping[str, Any], source: str = "--se
     names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
     changes: dict[str, Any] = {}
     renamed = getattr(cls, "renamed", {})
+    nested = nested_agent_fields(cls)
     for key, raw in overrides.items():
         if key in renamed:
             raise ConfigError(f"{source}: {key!r} is now called {renamed[key]!r}; use {renamed[key]}={raw}")
@@ -160,6 +193,8 @@ def apply_overrides(config: C, overrides: Mapping[str, Any], source: str = "--se
             changes[key] = coerce(raw, hints[key])
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{source}: {key}={raw!r} is not a valid {_type_name(hints[key])} ({exc})") from exc
+        if key in nested:  # another agent's settings: the keys given change, the others stay
+            changes[key] = {**getattr(config, key), **changes[key]}
     try:
         return dataclasses.replace(config, **changes)  # type: ignore[type-var]
     except (TypeError, ValueError) as exc:

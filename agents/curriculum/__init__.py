@@ -24,6 +24,8 @@ class CurriculumAgent(Agent):
     name = "curriculum"
     description = "Wraps any learner (base=ppo_lora, nanogpt_ppo, ...) with stages that advance at a success threshold and a failure-replay buffer."
     Config = CurriculumConfig
+    # Its checkpoints are the base learner's: the fields of base_config they hold are that learner's fixed_on_resume.
+    fixed_on_resume = ("base",)
 
     config: CurriculumConfig
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from llm_gym.agent import AgentConfig
-from llm_gym.config import training_only
+from llm_gym.config import nested_agent_config, training_only
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -15,9 +15,10 @@ class CurriculumConfig(AgentConfig):
     """Environment steps to train for, summed over parallel envs (passed to the base learner)."""
     base: str = "ppo_lora"
     """The learner plugin that trains (any agent whose train() takes a task sampler: ppo_lora, nanogpt_ppo, ...)."""
-    base_config: dict[str, Any] = field(default_factory=dict)
-    """The base learner's own settings (a base_config table in the TOML file, or --set base_config='{"num_envs": 4}');
-    its total_steps and seed come from this config."""
+    base_config: dict[str, Any] = nested_agent_config("base")
+    """The base learner's own settings (a base_config table in the TOML file, or --set base_config='{"num_envs": 4}',
+    which changes the keys it names); its total_steps and seed come from this config. Each key affects what the base
+    learner's field of that name affects (see llm-gym agents BASE)."""
     stages: tuple[dict[str, Any], ...] = training_only(())
     """One TOML table per stage (an array of tables named stages): name, tasks ("first-last"), threshold, optional
     window / demote_below, and the env's reset options (OpenSpiel: opponent, mcts, seat; Trace: level). Empty: the

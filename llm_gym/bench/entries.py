@@ -8,6 +8,11 @@ them): an option added to the agent after the run was trained, and a setting equ
 anyway, leave the identity of the run's stored episodes as it was. An agent entry gets the same treatment from the
 store (:func:`keep_stored_identity`): a config field added to the agent since its episodes were stored leaves their
 identity as it was while the field keeps its default.
+
+An agent entry's ``set`` is checked as ``llm-gym play --agent NAME --set`` checks it: a training-only field set away
+from its default is refused in one line (the untrained policy never reads it, and it would still change the
+identity). Speed-only fields count at the entry's base values, also inside a dict field that holds another agent's
+settings (the curriculum's ``base_config``), where that agent's markers say which keys are speed-only.
 """
 
 from __future__ import annotations
@@ -21,11 +26,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from llm_gym.agent import EnvConfig, Policy, check_checkpoint_settings, policy_env_kwargs
+from llm_gym.agent import EnvConfig, Policy, check_checkpoint_settings, check_untrained_settings, policy_env_kwargs
 from llm_gym.bench.suite import SuiteEntry, SuiteEnv
 from llm_gym.errors import CheckpointError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+
+ENTRY_NUM_ENVS_HINT = "the entry's own num_envs (beside set) or the suite's sets how many envs it plays at once"
+"""What a refusal of ``num_envs`` in an agent entry's ``set`` says instead of the CLI's ``--num-envs``."""
 
 
 def canonical_json(data: Any) -> str:
@@ -89,11 +97,21 @@ class ResolvedEntry:
     those played with: the entry's base (its agent's defaults, or the run's saved config for a checkpoint entry), or
     those stored with its episodes (:func:`keep_stored_identity`). So a speed-only setting (``threads``) never
     changes which episodes an entry has, and identities hashed before fields were marked stay as they were."""
+    nested_speed_counted_as: Mapping[str, tuple[frozenset[str], Mapping[str, Any]]] = dataclasses.field(
+        default_factory=dict
+    )
+    """For each dict field holding another agent's settings (``base_config``): (that agent's speed-only keys, the
+    values the identity counts for them): the base's values, and a key the base leaves out is left out, so a
+    speed-only key inside the dict never changes the identity either."""
 
     def counted_config(self) -> dict[str, Any]:
-        """The config as the identity counts it: speed-only fields at :attr:`speed_counted_as`."""
+        """The config as the identity counts it: speed-only fields at :attr:`speed_counted_as` (and those inside a
+        nested agent's settings at :attr:`nested_speed_counted_as`)."""
         config = dataclasses.asdict(self.config)
         config.update({k: v for k, v in self.speed_counted_as.items() if k in config})
+        for name, (keys, values) in self.nested_speed_counted_as.items():
+            if isinstance(config.get(name), dict):
+                config[name] = {**{k: v for k, v in config[name].items() if k not in keys}, **values}
         return config
 
     @cached_property
@@ -121,19 +139,23 @@ class ResolvedEntry:
         return policy, EnvConfig(env.env_id, {**policy_env_kwargs(policy), **env.args})
 
 
-def resolve_entry(entry: SuiteEntry) -> ResolvedEntry:
-    """Check an entry (unknown agents and bad settings raise one-line errors) and hash its identity."""
+def resolve_entry(entry: SuiteEntry, suite: str | None = None) -> ResolvedEntry:
+    """Check an entry (unknown agents and bad settings raise one-line errors, naming ``suite`` where given) and hash
+    its identity."""
     from llm_gym.agent import checkpoint_config
     from llm_gym.config import apply_overrides
     from llm_gym.plugins import get_agent
     from llm_gym.runs import Run, find_run_dir
 
     source = f"entry {entry.name!r}"
+    where = f"the set of {source}" + (f" in suite {suite!r}" if suite else "")
     if entry.checkpoint is None:
         assert entry.agent is not None
         agent_cls = get_agent(entry.agent)
         defaults = agent_cls.Config()
         config = apply_overrides(defaults, _as_settings(entry.settings), source=source)
+        # An untrained policy reads no training-only field: refused, as by `llm-gym play --agent NAME --set`.
+        check_untrained_settings(agent_cls, config, where=where, num_envs_hint=ENTRY_NUM_ENVS_HINT)
         return ResolvedEntry(
             entry,
             entry.agent,
@@ -142,6 +164,7 @@ def resolve_entry(entry: SuiteEntry) -> ResolvedEntry:
             None,
             reads_text=agent_cls.reads_observation_text,
             speed_counted_as=_speed_values(defaults),
+            nested_speed_counted_as=_nested_speed_values(config, defaults),
         )
     path = Path(entry.checkpoint)
     if not path.is_absolute() and not path.exists():
@@ -153,7 +176,7 @@ def resolve_entry(entry: SuiteEntry) -> ResolvedEntry:
     # The entry's settings, applied and refused as `llm-gym play --checkpoint --set` applies and refuses them
     # (ResolvedEntry.policy loads the checkpoint with them): a training-only or weight-fixed setting is one line.
     config = apply_overrides(trained, _as_settings(entry.settings), source=source)
-    check_checkpoint_settings(agent_cls, trained, config, checkpoint=entry.checkpoint, where=f"the set of {source}")
+    check_checkpoint_settings(agent_cls, trained, config, checkpoint=entry.checkpoint, where=where)
     if path.resolve() == run.path.resolve():
         path = run.latest_checkpoint() or path
     renamed = getattr(agent_cls.Config, "renamed", {})
@@ -168,6 +191,7 @@ def resolve_entry(entry: SuiteEntry) -> ResolvedEntry:
         saved_fields | (_changed_fields(trained, config) - speed_only_fields(type(config))),
         agent_cls.reads_observation_text,
         _speed_values(trained),
+        _nested_speed_values(config, trained),
     )
 
 
@@ -181,6 +205,19 @@ def speed_only_fields(cls: type) -> frozenset[str]:
 def _speed_values(base: Any) -> dict[str, Any]:
     """``{speed-only field: its value in base}``: what the identity counts for those fields."""
     return {name: getattr(base, name) for name in speed_only_fields(type(base))}
+
+
+def _nested_speed_values(config: Any, base: Any) -> dict[str, tuple[frozenset[str], dict[str, Any]]]:
+    """For each dict field of ``config`` holding another agent's settings: (the speed-only fields of the agent it
+    names, ``{those of them the same dict of base sets: their values}``), what the identity counts for them."""
+    from llm_gym.config import nested_agent_fields
+    from llm_gym.plugins import get_agent
+
+    out = {}
+    for name, agent_field in nested_agent_fields(type(config)).items():
+        keys = speed_only_fields(get_agent(getattr(config, agent_field)).Config)
+        out[name] = (keys, {k: v for k, v in getattr(base, name).items() if k in keys})
+    return out
 
 
 def _changed_fields(before: Any, after: Any) -> frozenset[str]:

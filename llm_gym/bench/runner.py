@@ -78,7 +78,7 @@ def resolve_entries(suite: Suite, store: EpisodeStore | None = None) -> tuple[di
                 f" (the store's {held} episodes of it stay in the leaderboard)" if held else ""
             )
             continue
-        resolved[entry.name] = keep_stored_identity(resolve_entry(entry), stored)
+        resolved[entry.name] = keep_stored_identity(resolve_entry(entry, suite.name), stored)
     return resolved, skipped
 
 

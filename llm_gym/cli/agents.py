@@ -6,7 +6,7 @@ import typer
 from rich.table import Table
 
 from llm_gym.cli.common import JsonOption, cli_errors, console, print_json
-from llm_gym.config import config_table, field_effect
+from llm_gym.config import config_table, field_effect, nested_agent_fields
 from llm_gym.plugins import agent_owner, agents, get_agent
 
 
@@ -21,8 +21,10 @@ def agents_command(
     if name is not None:
         cls = get_agent(name)
         rows = config_table(cls.Config)
-        # what each field affects (llm_gym.config.training_only / speed_only; unmarked: play)
+        # what each field affects (llm_gym.config.training_only / speed_only; unmarked: play); a dict holding another
+        # agent's settings (nested_agent_config): each key affects what that agent's field of its name affects
         effects = {k: field_effect(cls.Config, k) for k, *_ in rows}
+        effects.update({k: f"per key ({agent}'s fields)" for k, agent in nested_agent_fields(cls.Config).items()})
         if as_json:
             print_json([{"key": k, "type": t, "default": v, "affects": effects[k], "doc": d} for k, t, v, d in rows])
             return
