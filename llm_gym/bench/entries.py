@@ -97,21 +97,17 @@ class ResolvedEntry:
     those played with: the entry's base (its agent's defaults, or the run's saved config for a checkpoint entry), or
     those stored with its episodes (:func:`keep_stored_identity`). So a speed-only setting (``threads``) never
     changes which episodes an entry has, and identities hashed before fields were marked stay as they were."""
-    nested_speed_counted_as: Mapping[str, tuple[frozenset[str], Mapping[str, Any]]] = dataclasses.field(
-        default_factory=dict
-    )
-    """For each dict field holding another agent's settings (``base_config``): (that agent's speed-only keys, the
-    values the identity counts for them): the base's values, and a key the base leaves out is left out, so a
-    speed-only key inside the dict never changes the identity either."""
+    nested_counted_as: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    """What the identity counts for each dict field holding another agent's settings (``base_config``, see
+    :func:`_counted_nested`): as that agent's config takes them, keys at that agent's defaults left out, speed-only
+    keys at the entry base's values. So neither a speed-only key nor a key at its default changes the identity."""
 
     def counted_config(self) -> dict[str, Any]:
-        """The config as the identity counts it: speed-only fields at :attr:`speed_counted_as` (and those inside a
-        nested agent's settings at :attr:`nested_speed_counted_as`)."""
+        """The config as the identity counts it: speed-only fields at :attr:`speed_counted_as`, a nested agent's
+        settings as :attr:`nested_counted_as`."""
         config = dataclasses.asdict(self.config)
         config.update({k: v for k, v in self.speed_counted_as.items() if k in config})
-        for name, (keys, values) in self.nested_speed_counted_as.items():
-            if isinstance(config.get(name), dict):
-                config[name] = {**{k: v for k, v in config[name].items() if k not in keys}, **values}
+        config.update({k: v for k, v in self.nested_counted_as.items() if k in config})
         return config
 
     @cached_property
@@ -164,7 +160,7 @@ def resolve_entry(entry: SuiteEntry, suite: str | None = None) -> ResolvedEntry:
             None,
             reads_text=agent_cls.reads_observation_text,
             speed_counted_as=_speed_values(defaults),
-            nested_speed_counted_as=_nested_speed_values(config, defaults),
+            nested_counted_as=_counted_nested(config, defaults),
         )
     path = Path(entry.checkpoint)
     if not path.is_absolute() and not path.exists():
@@ -191,7 +187,7 @@ def resolve_entry(entry: SuiteEntry, suite: str | None = None) -> ResolvedEntry:
         saved_fields | (_changed_fields(trained, config) - speed_only_fields(type(config))),
         agent_cls.reads_observation_text,
         _speed_values(trained),
-        _nested_speed_values(config, trained),
+        _counted_nested(config, trained),
     )
 
 
@@ -207,17 +203,32 @@ def _speed_values(base: Any) -> dict[str, Any]:
     return {name: getattr(base, name) for name in speed_only_fields(type(base))}
 
 
-def _nested_speed_values(config: Any, base: Any) -> dict[str, tuple[frozenset[str], dict[str, Any]]]:
-    """For each dict field of ``config`` holding another agent's settings: (the speed-only fields of the agent it
-    names, ``{those of them the same dict of base sets: their values}``), what the identity counts for them."""
+def _counted_nested(config: Any, base: Any) -> dict[str, dict[str, Any]]:
+    """For each dict field of ``config`` holding another agent's settings (``nested_agent_config``): the settings as
+    the identity counts them. The keys it gives, as that agent's config takes them, where they differ from that
+    agent's defaults; its speed-only keys not as played but as ``base`` (the agent's defaults, or a run's saved
+    config) gives them."""
     from llm_gym.config import nested_agent_fields
     from llm_gym.plugins import get_agent
 
     out = {}
     for name, agent_field in nested_agent_fields(type(config)).items():
-        keys = speed_only_fields(get_agent(getattr(config, agent_field)).Config)
-        out[name] = (keys, {k: v for k, v in getattr(base, name).items() if k in keys})
+        inner_cls = get_agent(getattr(config, agent_field)).Config
+        speed = speed_only_fields(inner_cls)
+        played = {k: v for k, v in _off_default(inner_cls, getattr(config, name), name).items() if k not in speed}
+        from_base = {k: v for k, v in getattr(base, name).items() if k in speed}
+        out[name] = {**played, **_off_default(inner_cls, from_base, name)}
     return out
+
+
+def _off_default(config_cls: type, settings: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """The keys of ``settings`` as ``config_cls`` takes them (converted to its fields' types), where they differ
+    from its defaults."""
+    from llm_gym.config import apply_overrides
+
+    values = dataclasses.asdict(apply_overrides(config_cls(), settings, source=source))
+    defaults = dataclasses.asdict(config_cls())
+    return {k: values[k] for k in settings if canonical_json(values[k]) != canonical_json(defaults[k])}
 
 
 def _changed_fields(before: Any, after: Any) -> frozenset[str]:

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from llm_gym.agent import EnvConfig
+from llm_gym.agent import EnvConfig, field_settings
 from llm_gym.cli.common import (
     AgentOption,
     BackendOption,
@@ -122,12 +122,16 @@ def _prepare_resume(
     config = resolve_config(
         agent_cls.Config, config_file=config_file, sets=sets, model=model, seed=seed, backend=backend, base=base
     )
-    changed = [f for f in agent_cls.fixed_on_resume if getattr(config, f, None) != getattr(base, f, None)]
-    if changed:
-        shown = ", ".join(f"{f} ({getattr(base, f)!r} -> {getattr(config, f)!r})" for f in changed)
-        raise ConfigError(
-            f"a resume cannot change {shown}: the checkpoints hold their shapes; start a new run to change them"
-        )
+    # The config's own held fields first (the learner a curriculum wraps), then those inside a nested agent config
+    # (the shapes in base_config), each as its own agent's fixed_on_resume names them.
+    for nested in (False, True):
+        saved, given = (field_settings(agent_cls, c, "--set/--config", nested=nested) for c in (base, config))
+        changed = [f for f, s in given.items() if s.held and f in saved and s.value != saved[f].value]
+        if changed:
+            shown = ", ".join(f"{f} ({saved[f].value!r} -> {given[f].value!r})" for f in changed)
+            raise ConfigError(
+                f"a resume cannot change {shown}: the checkpoints hold their shapes; start a new run to change them"
+            )
     env_config = EnvConfig(saved["env_id"], {**saved["env_kwargs"], **parse_env_args(env_args)})
     check_env_arguments(env_config)
     run.resumed_from = run.latest_verified_checkpoint()

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from llm_gym.agent import AgentConfig, EnvConfig
-from llm_gym.config import field_effect, fields_with_effect, training_only
+from llm_gym.config import apply_overrides, field_effect, fields_with_effect, nested_agent_fields, training_only
 from llm_gym.decisions import act_with_details
 from llm_gym.plugins import agents
 
@@ -174,8 +174,27 @@ def test_training_only_fields_do_not_change_play_and_speed_only_fields_change_no
     assert decisions(agent_name, trained_other, env) == played, f"{agent_name}: one of {changed} changes play"
 
     faster, changed = varied(base, "speed")
+    same_actions(agent_name, faster, env, played, changed)
+
+    # A dict field holding another agent's settings (base_config): that agent's markers hold for its keys too.
+    for field, inner_agent in nested_agent_fields(type(base)).items():
+        inner_cls = agents()[getattr(base, inner_agent)].Config
+        inner = apply_overrides(inner_cls(), getattr(base, field))
+        for effect in ("training", "speed"):
+            other, changed = varied(inner, effect)
+            assert changed, f"{agent_name}.{field}: no {effect}-only key varied"
+            keys = {**getattr(base, field), **{name: getattr(other, name) for name in changed}}
+            nested = dataclasses.replace(base, **{field: keys})
+            if effect == "training":
+                assert decisions(agent_name, nested, env) == played, f"{agent_name}: {field} {changed} changes play"
+            else:
+                same_actions(agent_name, nested, env, played, [f"{field}.{name}" for name in changed])
+
+
+def same_actions(agent_name: str, config: Any, env: EnvConfig, played: list, changed: list[str]) -> None:
+    """The policy of ``config`` takes the ``played`` actions at the same probabilities up to float rounding."""
     if changed:
-        again = decisions(agent_name, faster, env)
+        again = decisions(agent_name, config, env)
         assert [a for a, _ in again] == [a for a, _ in played], f"{agent_name}: {changed} changes actions"
         for (_, probs), (_, before) in zip(again, played, strict=True):
             np.testing.assert_allclose(probs, before, atol=1e-5)
