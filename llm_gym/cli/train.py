@@ -125,10 +125,10 @@ def _prepare_resume(
     # The config's own held fields first (the learner a curriculum wraps), then those inside a nested agent config
     # (the shapes in base_config), each as its own agent's fixed_on_resume names them.
     for nested in (False, True):
-        saved, given = (field_settings(agent_cls, c, "--set/--config", nested=nested) for c in (base, config))
-        changed = [f for f, s in given.items() if s.held and f in saved and s.value != saved[f].value]
+        before, after = (field_settings(agent_cls, c, "--set/--config", nested=nested) for c in (base, config))
+        changed = [f for f, s in after.items() if s.held and f in before and s.value != before[f].value]
         if changed:
-            shown = ", ".join(f"{f} ({saved[f].value!r} -> {given[f].value!r})" for f in changed)
+            shown = ", ".join(f"{f} ({before[f].value!r} -> {after[f].value!r})" for f in changed)
             raise ConfigError(
                 f"a resume cannot change {shown}: the checkpoints hold their shapes; start a new run to change them"
             )
