@@ -82,22 +82,27 @@ def nested_agent_fields(cls: type) -> dict[str, str]:
     (see :func:`nested_agent_config`); a subclass that redeclares such a field keeps the declaration."""
     out = {}
     for f in dataclasses.fields(cls):
-        for klass in cls.__mro__:
-            declared = klass.__dict__.get("__dataclass_fields__", {}).get(f.name)
-            if declared is not None and NESTED_AGENT_KEY in declared.metadata:
-                out[f.name] = declared.metadata[NESTED_AGENT_KEY]
-                break
+        agent_field = _declared_marker(cls, f.name, NESTED_AGENT_KEY)
+        if agent_field is not None:
+            out[f.name] = agent_field
     return out
+
+
+def _declared_marker(cls: type, name: str, key: str) -> Any:
+    """The ``key`` metadata of field ``name`` as the nearest class in ``cls``'s MRO that marks it declares it (a
+    subclass redeclaring the field with another default keeps a base class's marker), or None where none does."""
+    for klass in cls.__mro__:
+        declared = klass.__dict__.get("__dataclass_fields__", {}).get(name)
+        if declared is not None and key in declared.metadata:
+            return declared.metadata[key]
+    return None
 
 
 def field_effect(cls: type, name: str) -> Effect:
     """What field ``name`` of config class ``cls`` affects. A subclass that redeclares a field (another default)
     keeps the marker a base class gave it unless it marks the field itself."""
-    for klass in cls.__mro__:
-        declared = klass.__dict__.get("__dataclass_fields__", {}).get(name)
-        if declared is not None and EFFECT_KEY in declared.metadata:
-            return declared.metadata[EFFECT_KEY]
-    return "play"
+    effect = _declared_marker(cls, name, EFFECT_KEY)
+    return "play" if effect is None else effect
 
 
 def fields_with_effect(cls: type, effect: Effect) -> frozenset[str]:
