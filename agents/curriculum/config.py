@@ -32,6 +32,14 @@ class CurriculumConfig(AgentConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        # The curriculum hands its own total_steps and seed to the base learner; the same keys in base_config would
+        # be overridden without a word, so they are refused and the user is told which setting counts.
+        for key in ("total_steps", "seed"):
+            if key in self.base_config:
+                raise ValueError(
+                    f"base_config.{key} would be ignored: the curriculum passes its own {key} to the base learner; "
+                    f"set {key} on the curriculum instead (--set {key}={self.base_config[key]})"
+                )
         if self.window < 1:
             raise ValueError(f"window must be at least 1 episode, got {self.window}")
         if self.buffer_size < 1:

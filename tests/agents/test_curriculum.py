@@ -145,6 +145,22 @@ def test_bad_stage_files_fail_in_one_line_before_a_run_exists(tmp_path: Path, st
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("key, value", [("seed", 3), ("total_steps", 500)])
+def test_base_config_keys_the_curriculum_sets_are_refused_not_ignored(tmp_path: Path, key: str, value: int) -> None:
+    # The curriculum hands its own seed and total_steps to the base learner, so these keys would silently do nothing.
+    config_file = tmp_path / "curriculum.toml"
+    config_file.write_text(f'base = "nanogpt_ppo"\n[base_config]\n{key} = {value}\n')
+    expected = f"base_config.{key} would be ignored: the curriculum passes its own {key} to the base learner; "
+    expected += f"set {key} on the curriculum instead (--set {key}={value})"
+    for options in (["--set", f"base_config={json.dumps({key: value})}"], ["--config", str(config_file)]):
+        args = ["train", "--agent", "curriculum", "--env", ENV, *options, "--runs-root", str(tmp_path / "runs")]
+        result = CliRunner().invoke(build_app(), args)
+        assert result.exit_code == 2, result.output
+        assert expected in result.output and len(result.output.strip().splitlines()) == 1, result.output
+        assert "Traceback" not in result.output
+    assert not (tmp_path / "runs").exists()
+
+
 def test_env_specific_checks_and_a_base_without_a_sampler(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="goes past OpenSpiel-v0's last task id"):
         train(tmp_path, "far", base="nanogpt_ppo", stages=({"name": "x", "tasks": "9999999999-9999999999"},))
