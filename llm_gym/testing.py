@@ -1,4 +1,4 @@
-"""Helpers for tests (of llm-gym and of its plugins) that run the real ``llm-gym`` CLI in a subprocess."""
+"""Helpers for tests (of llm-gym and of its plugins) that run the real ``llm-gym`` CLI, in a subprocess or in-process."""
 
 from __future__ import annotations
 
@@ -8,6 +8,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from click.testing import Result
 
 
 def cli_command(*args: str) -> list[str]:
@@ -28,3 +32,21 @@ def kill_once_written(command: list[str], wanted: Path, *, timeout: float, poll:
     process.wait()
     assert process.stderr is not None
     return process.stderr.read().decode()[-2000:]
+
+
+def invoke(*args: str, **env: str) -> Result:
+    """Run the ``llm-gym`` CLI in-process with ``args`` (and extra environment variables ``env``)."""
+    from typer.testing import CliRunner
+
+    from llm_gym.cli import build_app
+
+    return CliRunner().invoke(build_app(), list(args), env=env or None)
+
+
+def error_line(result: Result) -> str:
+    """The one-line ``error: ...`` a refused command prints: exit status 2, that line alone on stderr, no traceback."""
+    lines = result.stderr.strip().splitlines()
+    assert result.exit_code == 2, result.output
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert "Traceback" not in result.output
+    return lines[0]

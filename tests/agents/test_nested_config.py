@@ -9,30 +9,18 @@ import shlex
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from llm_gym.agent import EnvConfig, field_settings
 from llm_gym.agents.curriculum import CurriculumAgent, CurriculumConfig
-from llm_gym.cli import build_app
 from llm_gym.config import apply_overrides, nested_agent_fields, to_dict
 from llm_gym.plugins import agents
 from llm_gym.runs import Run
+from llm_gym.testing import error_line, invoke
 
 ENV = "OpenSpiel-v0"
 PLAY = ("--episodes", "1", "--max-steps", "2", "--json")
 ROLLOUT = {"num_envs": 2, "num_steps": 8, "minibatch_size": 16, "update_epochs": 1, "lora_rank": 4}
 STAGE = {"name": "ttt", "tasks": "2200000000", "opponent": "random", "threshold": 1.0}
-
-
-def invoke(*args: str):
-    return CliRunner().invoke(build_app(), list(args))
-
-
-def error_line(result) -> str:
-    lines = result.stderr.strip().splitlines()
-    assert result.exit_code == 2, result.output
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

@@ -7,15 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from llm_gym.cli import build_app
-
-runner = CliRunner()
-
-
-def invoke(*args: str, **env: str):
-    return runner.invoke(build_app(), list(args), env=env or None)
+from llm_gym.testing import invoke
 
 
 def test_envs_table_and_json() -> None:

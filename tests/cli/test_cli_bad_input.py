@@ -7,16 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from llm_gym.cli import build_app
+from llm_gym.testing import invoke
 
 PONG = ("--agent", "random", "--env", "LLMPong-v0")
 TTT = ("--agent", "random", "--env", "OpenSpiel-tic_tac_toe-v0")
-
-
-def invoke(*args: str):
-    return CliRunner().invoke(build_app(), list(args))
 
 
 @pytest.mark.parametrize(

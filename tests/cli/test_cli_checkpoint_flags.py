@@ -10,27 +10,14 @@ import os
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from llm_gym.agents.ppo_lora.testing import tiny_config, train
-from llm_gym.cli import build_app
 from llm_gym.lm.testing import make_tiny_model
 from llm_gym.runs import Run
+from llm_gym.testing import error_line, invoke
 
 PLAY = ("--episodes", "1", "--max-steps", "2", "--json")
 TTT = "OpenSpiel-tic_tac_toe-v0"
-
-
-def invoke(*args: str):
-    return CliRunner().invoke(build_app(), list(args))
-
-
-def error_line(result) -> str:
-    lines = result.stderr.strip().splitlines()
-    assert result.exit_code == 2, result.output
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert "Traceback" not in result.output
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

@@ -10,18 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
 from llm_gym.agents.ppo_lora.testing import tiny_settings
-from llm_gym.cli import build_app
-from llm_gym.testing import cli_command, kill_once_written
+from llm_gym.testing import cli_command, invoke, kill_once_written
 
-runner = CliRunner()
 ENV = "LLMBreakout-text-v0"
-
-
-def invoke(*args: str):
-    return runner.invoke(build_app(), list(args))
 
 
 def _sets(model: Path, **overrides: object) -> list[str]:
