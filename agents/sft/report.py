@@ -50,6 +50,14 @@ def _row(label: str, record: EvaluationRecord) -> list[str]:
     return cells
 
 
+def row_label(record: EvaluationRecord, final: bool) -> str:
+    """The row name: "before training" for the untrained model's evaluation (``eval_at_start``), else after which epoch: a run that
+    skipped the evaluation at the start has no "before" row, and its first evaluation must not be called one."""
+    if record.examples_seen == 0:
+        return "before training"
+    return f"after (epoch {record.epoch})" if final else f"epoch {record.epoch}"
+
+
 def print_report(summary: Mapping[str, Any], evaluations: Sequence[EvaluationRecord]) -> None:
     """The before/after table, the validation loss, the checkpoint and the plot's path."""
     from rich.console import Console
@@ -62,9 +70,9 @@ def print_report(summary: Mapping[str, Any], evaluations: Sequence[EvaluationRec
             "score 0: loss / miss [95% CI]", title=f"sft on {summary['env_id']} (held-out seeds)",
         )  # fmt: skip
         first, last = evaluations[0], evaluations[-1]
-        table.add_row(*_row(f"before (epoch {first.epoch})", first))
         if last is not first:
-            table.add_row(*_row(f"after (epoch {last.epoch})", last))
+            table.add_row(*_row(row_label(first, final=False), first))
+        table.add_row(*_row(row_label(last, final=True), last))
         console.print(table)
     validation = summary.get("validation") or {}
     if "val/answer_loss" in validation:

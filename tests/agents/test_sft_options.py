@@ -103,3 +103,22 @@ def test_a_run_killed_inside_an_epoch_resumes_to_the_same_weights(
     a, b = _adapter(Path(straight["checkpoint"])), _adapter(Path(resumed["checkpoint"]))
     assert Path(straight["checkpoint"]).name == Path(resumed["checkpoint"]).name
     assert all(torch.equal(a[k], b[k]) for k in a), "the resumed run's adapter differs from the uninterrupted run's"
+
+
+def test_the_report_calls_only_the_untrained_evaluation_before(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With eval_at_start=false the only evaluation comes after training; the table must not call it "before".
+    from llm_gym.agents.sft.report import EvaluationRecord, print_report
+
+    monkeypatch.setenv("COLUMNS", "200")  # rich wraps narrower tables' cells
+
+    summary = {"env_id": "Trace-v0", "checkpoint": "runs/x/checkpoints/step_8"}
+    after = EvaluationRecord(examples_seen=8, epoch=1, returns=[1.0, 0.0], scores=[1.0, 0.0])
+    print_report(summary, [after])
+    table = capsys.readouterr().out
+    assert "after (epoch 1)" in table and "before" not in table
+    before = EvaluationRecord(examples_seen=0, epoch=0, returns=[0.0, 0.0], scores=[0.0, 0.0])
+    print_report(summary, [before, after])
+    table = capsys.readouterr().out
+    assert table.index("before training") < table.index("after (epoch 1)")
