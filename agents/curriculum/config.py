@@ -8,6 +8,9 @@ from typing import Any
 from llm_gym.agent import AgentConfig
 from llm_gym.config import nested_agent_config, training_only
 
+PASSED_TO_BASE = ("total_steps", "seed")
+"""The curriculum's own fields it hands to the base learner, overriding the same keys of ``base_config``."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class CurriculumConfig(AgentConfig):
@@ -34,7 +37,7 @@ class CurriculumConfig(AgentConfig):
         super().__post_init__()
         # The curriculum hands its own total_steps and seed to the base learner; the same keys in base_config would
         # be overridden without a word, so they are refused and the user is told which setting counts.
-        for key in ("total_steps", "seed"):
+        for key in PASSED_TO_BASE:
             if key in self.base_config:
                 raise ValueError(
                     f"base_config.{key} would be ignored: the curriculum passes its own {key} to the base learner; "

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from llm_gym.agent import Agent, EnvConfig
-from llm_gym.agents.curriculum.config import CurriculumConfig
+from llm_gym.agents.curriculum.config import PASSED_TO_BASE, CurriculumConfig
 from llm_gym.agents.curriculum.stages import default_stage_tables, parse_stages
 from llm_gym.callbacks import Callback
 from llm_gym.config import apply_overrides
@@ -26,7 +26,7 @@ def base_agent(config: CurriculumConfig) -> Agent:
     if config.base == "curriculum":
         raise ConfigError("the curriculum cannot wrap itself; set base to a learner, e.g. base=ppo_lora")
     cls = get_agent(config.base)
-    settings = {**config.base_config, "total_steps": config.total_steps, "seed": config.seed}
+    settings = {**config.base_config, **{key: getattr(config, key) for key in PASSED_TO_BASE}}
     return cls(apply_overrides(cls.Config(), settings, source="base_config"))
 
 
