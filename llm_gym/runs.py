@@ -321,3 +321,22 @@ def find_run_dir(checkpoint: str | Path) -> Path:
         if inner.parent.name == CHECKPOINTS_DIR and (run / CONFIG_FILE).is_file():
             raise CheckpointError(f"{path} is a folder inside the checkpoint {inner}; pass {inner} (or the run {run})")
     raise CheckpointError(f"{path} is not a checkpoint of an llm-gym run (no {CONFIG_FILE} above it)")
+
+
+def trained_env_kwargs(checkpoint: str | Path | None) -> dict[str, Any]:
+    """The env arguments the checkpoint's run trained with (none for a checkpoint outside a run directory)."""
+    from llm_gym.errors import LLMGymError
+
+    if checkpoint is None:
+        return {}
+    try:
+        run, _ = Run.resolve_checkpoint(checkpoint, required=False)
+        return dict(run.read_config().get("env_kwargs") or {})
+    except LLMGymError:
+        return {}
+
+
+def played_history(env_kwargs: Mapping[str, Any], checkpoint: str | Path | None) -> int:
+    """How many earlier turns a checkpoint's LM policy shows (``history=K``): the env's own ``history`` where the
+    player gives one, else the one its run trained with, so a checkpoint plays on the prompts it learnt on."""
+    return int(env_kwargs.get("history", 0) or trained_env_kwargs(checkpoint).get("history", 0) or 0)

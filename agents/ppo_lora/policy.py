@@ -9,7 +9,6 @@ otherwise."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import torch
 
@@ -17,6 +16,7 @@ from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import VALUE_HEAD_FILE
 from llm_gym.lm.policy import LMPolicy
+from llm_gym.runs import played_history
 
 
 def checkpoint_policy(config: PPOLoRAConfig, env: EnvConfig, checkpoint: Path | None) -> LMPolicy:
@@ -51,10 +51,9 @@ def checkpoint_policy(config: PPOLoRAConfig, env: EnvConfig, checkpoint: Path | 
         value_head = load_value_head(Path(checkpoint), model.config.hidden_size, device)
     model = quantize_model(model, config.quantize)  # after the merge: int8 of the trained weights
     backend = HFBackend.from_model(model, tokenizer, score_with_end=config.score_with_end, value_head=value_head)
-    history = int(env.kwargs.get("history", 0) or trained_env_kwargs(checkpoint).get("history", 0) or 0)
     return LMPolicy(
         backend, env, mode=config.action_mode, greedy=True, max_new_tokens=config.max_new_tokens, seed=config.seed,
-        history=history,
+        history=played_history(env.kwargs, checkpoint),
     )  # fmt: skip
 
 
@@ -66,17 +65,3 @@ def load_value_head(checkpoint: Path, hidden_size: int, device: str) -> torch.nn
     head = torch.nn.Linear(hidden_size, 1)
     head.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
     return head.to(device).eval()
-
-
-def trained_env_kwargs(checkpoint: Path | None) -> dict[str, Any]:
-    """The env arguments the checkpoint's run trained with (none for a checkpoint outside a run directory)."""
-    from llm_gym.errors import LLMGymError
-    from llm_gym.runs import Run
-
-    if checkpoint is None:
-        return {}
-    try:
-        run, _ = Run.resolve_checkpoint(checkpoint, required=False)
-        return dict(run.read_config().get("env_kwargs") or {})
-    except LLMGymError:
-        return {}

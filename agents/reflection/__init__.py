@@ -35,10 +35,12 @@ class ReflectionAgent(Agent):
         return train(self.config, env, run, callbacks, agent=self.name)
 
     def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
-        """Greedy actions of the model after the checkpoint's iteration (LoRA merged), or of the base model."""
+        """Greedy actions of the model after the checkpoint's iteration (LoRA merged), or of the base model; with
+        the earlier turns its run trained with (``history=K``) unless ``env`` gives its own."""
         from llm_gym.agents.reflection.model import ReflectionModel
         from llm_gym.lm.policy import LMPolicy
         from llm_gym.lm.runtime import configure_threads
+        from llm_gym.runs import played_history
 
         configure_threads(self.config.threads)
         model = ReflectionModel(self.config, Path(checkpoint) if checkpoint else None)
@@ -50,6 +52,7 @@ class ReflectionAgent(Agent):
             greedy=True,
             max_new_tokens=self.config.max_new_tokens,
             seed=self.config.seed,
+            history=played_history(env.kwargs, checkpoint),
         )
 
 

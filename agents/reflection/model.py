@@ -97,7 +97,7 @@ class ReflectionModel:
     def encode(self, example: Example) -> Encoded:
         """The example as the policy sees it when acting, with labels on the answer only (and its images)."""
         builder = self._builder(example.instructions)
-        prompt = builder.encode([example.observation])[0]
+        prompt = builder.encode([example.observation], [example.turns])[0]
         encoded = answer_only_labels(prompt.ids, builder.choice_ids(example.answer, True))
         encoded.extras.update(getattr(prompt, "images", {}) or {})
         return encoded

@@ -32,7 +32,7 @@ from llm_gym.agents.reflection.prompts import (
 from llm_gym.agents.reflection.trial import Candidate, play_trial
 from llm_gym.agents.reflection.verify import PolicyContinuation, RandomContinuation, verify
 from llm_gym.callbacks import Callback
-from llm_gym.envs.protocol import EnvTraits
+from llm_gym.envs.protocol import EnvTraits, step_instructions
 from llm_gym.evaluation import run_episodes
 from llm_gym.lm.backends import GenerateRequest, LMBackend, ScoreRequest
 from llm_gym.lm.finetune import Example, TrainSettings, train_answers
@@ -46,6 +46,8 @@ STATE_FILE = "state.json"
 
 
 def _policy(backend: LMBackend, env: EnvConfig, config: ReflectionConfig, *, greedy: bool, seed: int) -> LMPolicy:
+    """The model acting on ``env``: with the episode's last K turns where the env keeps them (``history=K``), so
+    the trial, the replays and the evaluation see the prompts the fine-tuning examples are built from."""
     return LMPolicy(
         backend,
         env,
@@ -54,6 +56,7 @@ def _policy(backend: LMBackend, env: EnvConfig, config: ReflectionConfig, *, gre
         temperature=config.temperature,
         max_new_tokens=config.max_new_tokens,
         seed=seed,
+        history=int(env.kwargs.get("history", 0) or 0),
     )
 
 
@@ -79,7 +82,8 @@ def reflect(
     """Ask the model about each candidate; the corrections that name a legal action other than the one taken, and
     counts (proposed = asked, parsed = named a legal action, unchanged = named the action taken)."""
     mode = config.reflection_answer
-    system = reflection_instructions(traits.instructions, mode)
+    # Each step's own rules (an OpenSpiel task's variant and opponent), as the policy saw them when it moved.
+    systems = [reflection_instructions(step_instructions(c.info, traits.instructions), mode) for c in candidates]
     prompts = [
         reflection_observation(
             StepForReflection(c.before, c.after, c.action_name, c.legal_names, c.reward, c.outcome, c.horizon_rewards),
@@ -88,7 +92,7 @@ def reflect(
         for c in candidates
     ]
     completions = backend.generate(
-        [GenerateRequest(system, p) for p in prompts],
+        [GenerateRequest(system, p) for system, p in zip(systems, prompts, strict=True)],
         max_new_tokens=config.reflection_tokens,
         temperature=config.reflection_temperature,
         seed=seed,
@@ -103,7 +107,7 @@ def reflect(
         scores = backend.score(
             [
                 ScoreRequest(system, scored_choice_observation(p, done.text), tuple(c.legal_names[i] for i in rest))
-                for c, p, done, rest in zip(candidates, prompts, completions, others, strict=True)
+                for c, system, p, done, rest in zip(candidates, systems, prompts, completions, others, strict=True)
                 if rest
             ]
         )
@@ -158,8 +162,9 @@ def train(
         seed = config.seed * 1000 + iteration
         backend = model.backend()
         # -- trial ---------------------------------------------------------------------------------------------
+        actor = _policy(backend, env, config, greedy=config.trial_greedy, seed=seed)
         trial = play_trial(
-            _policy(backend, env, config, greedy=config.trial_greedy, seed=seed),
+            actor,
             env,
             config.episodes,
             seed=config.seed + (iteration - 1) * config.episodes,
@@ -199,7 +204,11 @@ def train(
         counts["unverified"] = sum(1 for v in verdicts if v is None)
         counts["kept"] = len(kept)
         # -- fine-tune on the kept corrections -----------------------------------------------------------------
-        examples = [Example(traits.instructions, c.before, r.action_name) for c, r in kept]
+        # The prompt the policy acted on at the step (its rules and earlier turns), now with the corrected answer.
+        examples = [
+            Example(step_instructions(c.info, traits.instructions), c.before, r.action_name, actor.turns(c.info))
+            for c, r in kept
+        ]
         losses = train_answers(
             model.model,
             [model.encode(e) for e in examples],

@@ -15,7 +15,12 @@ from typing import Any
 
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.reflection.credit import choose_poor_steps, credit_reward, discounted_outcomes
+from llm_gym.envs.history import TURNS_KEY
 from llm_gym.envs.protocol import can_snapshot
+
+CANDIDATE_INFO = ("legal_actions", "action_names", "lives", "instructions", TURNS_KEY)
+"""What a candidate keeps of its step's info: the legal moves and lives (credit, replays), and the rules and earlier
+turns the policy's prompt had (the reflection prompt, the fine-tuning example, the replays' history)."""
 
 
 @dataclass
@@ -34,7 +39,7 @@ class Candidate:
     legal_ids: tuple[int, ...]
     legal_names: tuple[str, ...]
     info: Mapping[str, Any]
-    """The env's info at ``before`` (legal actions, lives)."""
+    """The env's info at ``before``: the keys in ``CANDIDATE_INFO``."""
     reward: float
     outcome: float
     horizon_rewards: tuple[float, ...]
@@ -163,7 +168,7 @@ def _candidates(
                 answer=answer,
                 legal_ids=legal_ids,
                 legal_names=legal_names,
-                info={k: info[k] for k in ("legal_actions", "action_names", "lives") if k in info},
+                info={k: info[k] for k in CANDIDATE_INFO if k in info},
                 reward=reward,
                 outcome=float(outcomes[t]),
                 horizon_rewards=tuple(rewards[t + 1 : t + 1 + context]),

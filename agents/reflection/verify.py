@@ -18,6 +18,7 @@ import numpy as np
 
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.reflection.credit import credit_reward
+from llm_gym.envs.history import restore_turns
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,8 @@ class Replay:
     action: int
     rng_seed: int
     """Seed of the random continuation (equal for the two branches of one correction)."""
+    observation: Any = None
+    """The observation at the snapshot: with ``info``'s earlier turns, what a ``history=K`` env shows next."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,7 @@ def _replay_chunk(
     for b, (item, env) in enumerate(zip(chunk, envs, strict=False)):
         env.reset(seed=item.episode_seed)  # wrappers and RNGs initialised; the snapshot then sets the game state
         env.unwrapped.restore_state(item.snapshot)
+        restore_turns(env, item.observation, item.info)  # the game's state holds no turns: a history env's do
         obs, reward, terminated, truncated, info = env.step(item.action)
         totals[b] += credit_reward(reward, item.info, info, life_penalty)
         if not (terminated or truncated):
@@ -141,7 +145,14 @@ def verify(
     for k, (candidate, proposed) in enumerate(items):
         for action in (candidate.action, proposed):
             replays.append(
-                Replay(candidate.snapshot, candidate.info, candidate.episode_seed, int(action), seed * 1_000_003 + k)
+                Replay(
+                    candidate.snapshot,
+                    candidate.info,
+                    candidate.episode_seed,
+                    int(action),
+                    seed * 1_000_003 + k,
+                    candidate.before,
+                )
             )
     outcomes = replay(replays, env, continuation, horizon, batch, life_penalty)
     verdicts = []

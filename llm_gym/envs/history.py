@@ -67,6 +67,26 @@ class TurnHistory(gym.Wrapper):
         return info
 
 
+def restore_turns(env: gym.Env, observation: Any, info: Mapping[str, Any]) -> None:
+    """Put the :class:`TurnHistory` in ``env``'s wrappers (if any) where an episode stood at ``observation`` with
+    ``info`` (its ``turns``): for a game state restored under it (``restore_state`` reaches the emulator or game
+    only, and a reset before it left no turns). Envs without history are left alone."""
+    layer: Any = env
+    while isinstance(layer, gym.Wrapper):
+        if isinstance(layer, TurnHistory):
+            from llm_gym.lm.prompts import observation_text
+
+            layer.load_state_dict(
+                {
+                    "past": list(info.get(TURNS_KEY, ())),
+                    "observation": observation_text(observation),
+                    "info": {key: info[key] for key in ("legal_actions", "action_names") if key in info},
+                }
+            )
+            return
+        layer = layer.env
+
+
 def action_text(action: Any, info: Mapping[str, Any]) -> str:
     """How a move reads in the history: its name among the legal actions of the step it was taken at."""
     if isinstance(action, str):

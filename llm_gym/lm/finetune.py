@@ -22,6 +22,8 @@ from typing import Any
 
 import torch
 
+from llm_gym.lm.prompts import Turns
+
 IGNORE = -100
 
 
@@ -35,6 +37,8 @@ class Example:
     """What the policy saw (text or ``{"image", "text"}``)."""
     answer: str
     """The corrected action's name."""
+    turns: Turns = ()
+    """The episode's earlier (observation text, move) pairs the policy saw before ``observation`` (``history=K``)."""
 
 
 @dataclass

@@ -214,3 +214,71 @@ def test_full_fine_tune_trains_every_language_weight_and_resumes_from_its_checkp
     resumed = ReflectionModel(config, checkpoint)
     for (name, a), b in zip(model.model.named_parameters(), resumed.model.parameters(), strict=True):
         assert torch.equal(a, b), name
+
+
+# -- multi-turn history (history=K) ----------------------------------------------------------------------------------
+
+
+class _RecordingContinuation(RandomContinuation):
+    """Random continuation that keeps the turns each branch's first continuation step was shown."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first_turns: dict[int, tuple] = {}
+
+    def act_branches(self, branches, observations, infos):  # type: ignore[no-untyped-def]
+        for b, info in zip(branches, infos, strict=True):
+            self.first_turns.setdefault(b, tuple(info["turns"]))
+        return super().act_branches(branches, observations, infos)
+
+
+def test_replays_continue_with_the_turns_the_episode_had_at_the_snapshot() -> None:
+    from llm_gym.lm.prompts import observation_text
+
+    env = EnvConfig("OpenSpiel-tic_tac_toe-v0", {"opponent": _scripted_o, "history": 2})
+    game = env.make()
+    first, _ = game.reset(seed=0)
+    obs, _, _, _, info = game.step(0)  # x (0,0); o answers (1,0)
+    assert len(info["turns"]) == 1 and info["turns"][0][0] == observation_text(first)
+    candidate = Candidate(
+        0,
+        1,
+        0,
+        obs,
+        obs,
+        1,
+        "",
+        "",
+        tuple(info["legal_actions"]),
+        (),
+        info,
+        0.0,
+        -1.0,
+        (),
+        game.unwrapped.clone_state(),
+    )
+    continuation = _RecordingContinuation()
+    verify([(candidate, 2)], env, continuation, horizon=2, keep_ties=True, batch=2, seed=0)
+    names = dict(zip(info["legal_actions"], info["action_names"], strict=True))
+    # Each branch's next prompt shows the episode's turns: the one before the snapshot, then the replayed move from
+    # the snapshot's observation (not a fresh episode's reset board, which the reset before the restore left).
+    for branch, action in ((0, 1), (1, 2)):
+        assert continuation.first_turns[branch] == (info["turns"][0], (observation_text(obs), names[action]))
+    game.close()
+
+
+def test_fine_tuning_examples_carry_the_earlier_turns_the_policy_saw(tmp_path: Path) -> None:
+    from llm_gym.agents.reflection.config import ReflectionConfig
+    from llm_gym.agents.reflection.model import ReflectionModel
+    from llm_gym.lm.testing import make_tiny_model
+
+    config = ReflectionConfig(model=str(make_tiny_model(tmp_path / "m", layers=1, hidden=32)), threads=1)
+    model = ReflectionModel(config)
+    turns = (("ball at 3, paddle at 9", "LEFT"),)
+    with_turns = model.encode(Example("Play Pong.", "ball at 4, paddle at 8", "UP", turns))
+    without = model.encode(Example("Play Pong.", "ball at 4, paddle at 8", "UP"))
+    text = model.tokenizer.decode(with_turns.input_ids)
+    assert "ball at 3, paddle at 9" in text and text.index("LEFT") < text.index("ball at 4, paddle at 8")
+    assert len(with_turns.input_ids) > len(without.input_ids)
+    answer = [t for t, label in zip(with_turns.input_ids, with_turns.labels, strict=True) if label != IGNORE]
+    assert answer == [t for t, label in zip(without.input_ids, without.labels, strict=True) if label != IGNORE]

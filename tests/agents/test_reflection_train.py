@@ -67,11 +67,11 @@ def _check_iteration(run_dir: Path, iterations: int = 1) -> dict:
     return results
 
 
-def _train(model: Path, env_id: str, run_dir: Path, **settings) -> dict:
+def _train(model: Path, env_id: str, run_dir: Path, env_kwargs: dict | None = None, **settings) -> dict:
     config = ReflectionConfig(model=str(model), **{**FAST, **settings})
-    run = Run.create(env_id, "reflection", to_dict(config), path=run_dir)
+    run = Run.create(env_id, "reflection", to_dict(config), path=run_dir, env_kwargs=env_kwargs)
     try:
-        return ReflectionAgent(config).train(EnvConfig(env_id), run)
+        return ReflectionAgent(config).train(EnvConfig(env_id, env_kwargs or {}), run)
     finally:
         run.close()
 
@@ -152,6 +152,38 @@ def test_one_iteration_on_openspiel(tmp_path: Path, tiny_text_model: Path) -> No
     policy, agent = load_policy(tmp_path / "run")
     assert agent.name == "reflection"
     assert len(run_episodes(policy, EnvConfig("OpenSpiel-tic_tac_toe-v0"), 2, num_envs=2)) == 2
+
+
+@pytest.mark.timeout(600)
+def test_an_iteration_with_history_acts_trains_and_plays_on_the_earlier_turns(
+    tmp_path: Path, tiny_text_model: Path
+) -> None:
+    from llm_gym.agent import load_policy
+
+    _train(
+        tiny_text_model,
+        "OpenSpiel-tic_tac_toe-v0",
+        tmp_path / "run",
+        {"history": 2},
+        iterations=1,
+        episodes=4,
+        max_steps=9,
+        reflection_rate=1.0,
+        outcome_threshold=1.0,
+        verify_horizon=3,
+        continuation="model",
+        eval_episodes=2,
+        eval_max_steps=9,
+    )
+    _check_iteration(tmp_path / "run")
+    policy, _ = load_policy(tmp_path / "run")
+    assert policy.history == 2  # the checkpoint plays on the prompts it trained on (the run's history=2)
+    env = EnvConfig("OpenSpiel-tic_tac_toe-v0", {"history": 2})
+    game = env.make()
+    game.reset(seed=0)
+    _, _, _, _, info = game.step(4)
+    assert policy.turns(info) == tuple(info["turns"]) and len(policy.turns(info)) == 1
+    game.close()
 
 
 @pytest.mark.timeout(600)
