@@ -39,7 +39,7 @@ from llm_gym.lm.finetune import Example, TrainSettings, train_answers
 from llm_gym.lm.policy import LMPolicy
 from llm_gym.lm.prompts import observation_text
 from llm_gym.lm.runtime import configure_threads
-from llm_gym.runs import Run, write_json_atomic
+from llm_gym.runs import Run, played_history, write_json_atomic
 from llm_gym.stats import mean_ci95
 
 STATE_FILE = "state.json"
@@ -56,7 +56,7 @@ def _policy(backend: LMBackend, env: EnvConfig, config: ReflectionConfig, *, gre
         temperature=config.temperature,
         max_new_tokens=config.max_new_tokens,
         seed=seed,
-        history=int(env.kwargs.get("history", 0) or 0),
+        history=played_history(env.kwargs, None),
     )
 
 

@@ -25,6 +25,9 @@ import gymnasium as gym
 TURNS_KEY = "turns"
 """The ``info`` key that carries the history."""
 
+NAMING_KEYS = ("legal_actions", "action_names")
+"""What naming the next action needs of an info (:func:`action_text`)."""
+
 
 class TurnHistory(gym.Wrapper):
     """Adds ``info["turns"]``: the last ``turns`` (observation text, action text) pairs of the episode."""
@@ -61,7 +64,7 @@ class TurnHistory(gym.Wrapper):
         from llm_gym.lm.prompts import observation_text
 
         self._observation = observation_text(observation)
-        self._info = {key: info[key] for key in ("legal_actions", "action_names") if key in info}
+        self._info = {key: info[key] for key in NAMING_KEYS if key in info}
         info = dict(info)
         info[TURNS_KEY] = tuple(self._past)
         return info
@@ -80,7 +83,7 @@ def restore_turns(env: gym.Env, observation: Any, info: Mapping[str, Any]) -> No
                 {
                     "past": list(info.get(TURNS_KEY, ())),
                     "observation": observation_text(observation),
-                    "info": {key: info[key] for key in ("legal_actions", "action_names") if key in info},
+                    "info": {key: info[key] for key in NAMING_KEYS if key in info},
                 }
             )
             return

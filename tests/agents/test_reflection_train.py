@@ -37,6 +37,11 @@ FAST = dict(
     reflection_answer="scored",
 )
 
+# One tic-tac-toe iteration: every move short of an immediate win is poor, so a won trial still gives candidates.
+TIC_TAC_TOE = dict(
+    iterations=1, max_steps=9, reflection_rate=1.0, outcome_threshold=1.0, eval_episodes=2, eval_max_steps=9
+)
+
 
 @pytest.fixture(scope="module")
 def tiny_text_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -134,15 +139,10 @@ def test_one_iteration_on_openspiel(tmp_path: Path, tiny_text_model: Path) -> No
         model,
         "OpenSpiel-tic_tac_toe-v0",
         tmp_path / "run",
-        iterations=1,
+        **TIC_TAC_TOE,
         episodes=6,
-        max_steps=9,
-        reflection_rate=1.0,
-        outcome_threshold=1.0,  # every move short of an immediate win, so a won trial still gives candidates
         verify_horizon=4,
         continuation="random",
-        eval_episodes=2,
-        eval_max_steps=9,
     )
     _check_iteration(tmp_path / "run")
     # `play --checkpoint` path: the run's newest checkpoint loads (LoRA merged) and plays.
@@ -165,15 +165,10 @@ def test_an_iteration_with_history_acts_trains_and_plays_on_the_earlier_turns(
         "OpenSpiel-tic_tac_toe-v0",
         tmp_path / "run",
         {"history": 2},
-        iterations=1,
+        **TIC_TAC_TOE,
         episodes=4,
-        max_steps=9,
-        reflection_rate=1.0,
-        outcome_threshold=1.0,
         verify_horizon=3,
         continuation="model",
-        eval_episodes=2,
-        eval_max_steps=9,
     )
     _check_iteration(tmp_path / "run")
     policy, _ = load_policy(tmp_path / "run")
