@@ -205,3 +205,38 @@ def test_incremental_ascii_equals_a_fresh_drawing(game: str) -> None:
         obs, _, terminated, truncated, info = env.step(action)
         if terminated or truncated:
             obs, info = env.reset()
+
+
+@pytest.mark.parametrize("game", ["Breakout", "Pong"])
+def test_ball_trail_marks_the_previous_ball_cell_and_nothing_else(game: str) -> None:
+    """With ``ball_trail`` the grid is the plain grid plus one '.' where the ball was a step earlier, on an empty
+    cell only (not under the 'o' when the ball stayed in its cell, never over a paddle, wall or brick)."""
+    plain = gym.make(f"LLM{game}-ascii-v0", preset="compact", fire_on_reset=True)
+    trail = gym.make(f"LLM{game}-ascii-v0", preset="compact", fire_on_reset=True, ball_trail=True)
+    plain_obs, _ = plain.reset(seed=4)
+    trail_obs, info = trail.reset(seed=4)
+    grid = trail.unwrapped.game.grid
+    dots = 0
+    for action in _actions(plain.action_space.n, 300, seed=1):
+        plain_obs, *_ = plain.step(action)
+        trail_obs, _, terminated, truncated, info = trail.step(action)
+        assert trail_obs.replace(".", " ") == plain_obs
+        state = info["game_state"]
+        marked = [divmod(i, grid.cols + 1) for i, char in enumerate(trail_obs) if char == "."]
+        expected = []
+        if state.ball_x is not None and state.previous_ball_x is not None:
+            cell = (grid.row(state.previous_ball_y + 2), grid.col(state.previous_ball_x + 1))
+            row, col = cell
+            if plain_obs.splitlines()[row][col] == " ":
+                expected = [cell]
+        assert marked == expected
+        dots += len(marked)
+        if terminated or truncated:
+            break
+    assert dots > 10
+
+
+def test_ball_trail_is_off_by_default_and_must_be_a_bool() -> None:
+    assert not gym.make("LLMBreakout-ascii-v0").unwrapped.game.ball_trail
+    with pytest.raises(ValueError, match="ball_trail must be true or false"):
+        gym.make("LLMBreakout-ascii-v0", ball_trail="yes")

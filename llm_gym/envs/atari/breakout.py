@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from llm_gym.envs.atari.game import AtariGame, ball_motion, bcd
+from llm_gym.envs.atari.game import AtariGame, ball_motion, bcd, previous_ball
 
 BRICK_ROWS, BRICK_COLS = 6, 18
 PADDLE_WIDTH, PADDLE_Y = 16, 189
@@ -65,6 +65,9 @@ class BreakoutState(NamedTuple):
     bricks: tuple[tuple[bool, ...], ...]
     """6 rows x 18 columns, row 0 at the top: True where a brick stands. Immutable, so states can share it."""
     bricks_left: int
+    previous_ball_x: int | None = None
+    """The ball one step earlier (None after a reset, or when it was not in play); drawn as the ASCII trail."""
+    previous_ball_y: int | None = None
 
     @property
     def paddle_centre(self) -> float:
@@ -119,6 +122,7 @@ class Breakout(AtariGame):
         ball_x = ball_x_raw - 49 if in_play else None
         ball_y = ball_raw + 9 if in_play else None
         dx, dy = ball_motion(ball_x, ball_y, previous)
+        previous_x, previous_y = previous_ball(previous)
         # Bricks change on few steps; decode them only when their RAM bytes did.
         brick_bytes = ram[:36].tobytes()
         if previous is not None and brick_bytes == self._brick_bytes:
@@ -134,6 +138,8 @@ class Breakout(AtariGame):
             ball_y=ball_y,
             ball_dx=dx,
             ball_dy=dy,
+            previous_ball_x=previous_x,
+            previous_ball_y=previous_y,
             lives=int(ram[57]),
             score=bcd(int(ram[76])) * 100 + bcd(int(ram[77])),
             bricks=bricks,

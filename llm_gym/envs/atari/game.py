@@ -28,6 +28,13 @@ def ball_motion(ball_x: int | None, ball_y: int | None, previous: Any | None) ->
     return sign(ball_x - previous.ball_x), sign(ball_y - previous.ball_y)
 
 
+def previous_ball(previous: Any | None) -> tuple[int | None, int | None]:
+    """Where the ball was in ``previous`` (``(None, None)`` after a reset or while no ball was in play)."""
+    if previous is None:
+        return None, None
+    return previous.ball_x, previous.ball_y
+
+
 def ball_words(state: Any, offset: int, sides: tuple[str, str, str], paddle: str) -> str:
     """'ball x=.. y=.. moving <direction>, <n> px <side> <paddle> centre.'; ``sides`` names a positive, a negative
     and a zero ``offset`` of the ball from the paddle centre."""
@@ -64,6 +71,9 @@ class AtariGame(abc.ABC):
     no_ball_words: ClassVar[str]
     """What ``describe`` says when no ball is in play."""
 
+    ball_trail: bool = False
+    """Draw the ball's position one step earlier as ``.`` in the ASCII grid (set by the ASCII view's option)."""
+
     def __init__(self, rows: int, cols: int) -> None:
         self.grid = GridMap(rows, cols, *self.play_area)
         self.canvas = Canvas(rows, cols)
@@ -94,8 +104,15 @@ class AtariGame(abc.ABC):
         """The ASCII grid of ``state``."""
 
     def finish_drawing(self, state: Any, header: str) -> str:
-        """Put the ball (when in play) over what ``draw`` has put so far, the header line on top, and render."""
+        """Put the ball (when in play) over what ``draw`` has put so far, its trail (``ball_trail``) under it, the
+        header line on top, and render."""
         if state.ball_x is not None:
+            # One frame shows no velocity; the trail gives its direction at no extra length. It goes on empty
+            # cells only (never over a paddle or a brick), and where the ball stayed in its cell the 'o' covers it.
+            if self.ball_trail and state.previous_ball_x is not None:
+                row, col = self.grid.row(state.previous_ball_y + 2), self.grid.col(state.previous_ball_x + 1)
+                if self.canvas.pixels[row, col] == ord(" "):
+                    self.canvas.put(row, col, ".")
             self.canvas.put(self.grid.row(state.ball_y + 2), self.grid.col(state.ball_x + 1), "o")
         self.canvas.header(header)
         return self.canvas.render()

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from llm_gym.envs.atari.game import AtariGame, ball_motion
+from llm_gym.envs.atari.game import AtariGame, ball_motion, previous_ball
 
 PADDLE_HEIGHT = 16
 PLAYER_X, CPU_X = 140, 16
@@ -33,6 +33,9 @@ class PongState(NamedTuple):
     ball_dy: int
     player_score: int
     cpu_score: int
+    previous_ball_x: int | None = None
+    """The ball one step earlier (None after a reset, or when it was not in play); drawn as the ASCII trail."""
+    previous_ball_y: int | None = None
 
     @property
     def player_centre(self) -> float:
@@ -72,6 +75,7 @@ class Pong(AtariGame):
         ball_x = ball_x_raw - 49 if in_play else None
         ball_y = ball_raw - 14 if in_play else None
         dx, dy = ball_motion(ball_x, ball_y, previous)
+        previous_x, previous_y = previous_ball(previous)
         return PongState(
             player_y=(player_raw - 13) & ~1,  # the kernel draws this paddle from even lines only
             cpu_y=cpu_raw - 15,
@@ -79,6 +83,8 @@ class Pong(AtariGame):
             ball_y=ball_y,
             ball_dx=dx,
             ball_dy=dy,
+            previous_ball_x=previous_x,
+            previous_ball_y=previous_y,
             player_score=int(ram[14]),
             cpu_score=int(ram[13]),
         )

@@ -11,6 +11,7 @@ from llm_gym.envs.atari.env import AtariLLMEnv
 from llm_gym.envs.atari.grid import ASCII_PRESETS
 from llm_gym.envs.atari.upscale import RowCachedResize
 from llm_gym.envs.spaces import text_space
+from llm_gym.errors import ConfigError
 
 TEXT_MAX_LENGTH = 512
 SCREEN_HEIGHT, SCREEN_WIDTH = 210, 160
@@ -32,6 +33,8 @@ class AtariAsciiEnv(AtariLLMEnv):
 
     Args:
         preset: ``default`` (24 x 80) or ``compact`` (16 x 32); ``rows``/``cols`` override it.
+        ball_trail: also draw where the ball was one step earlier, as ``.`` (a single grid shows no velocity;
+            the trail shows its direction without a second frame).
     """
 
     def __init__(
@@ -41,12 +44,16 @@ class AtariAsciiEnv(AtariLLMEnv):
         preset: str = "default",
         rows: int | None = None,
         cols: int | None = None,
+        ball_trail: bool = False,
         **kwargs: Any,
     ) -> None:
         if preset not in ASCII_PRESETS:
             raise ValueError(f"unknown ASCII preset {preset!r}; choose one of {sorted(ASCII_PRESETS)}")
         preset_rows, preset_cols = ASCII_PRESETS[preset]
+        if type(ball_trail) is not bool:
+            raise ConfigError(f"ball_trail must be true or false, got {ball_trail!r}")
         super().__init__(game, rows=rows or preset_rows, cols=cols or preset_cols, **kwargs)
+        self.game.ball_trail = ball_trail
         self.rows, self.cols = self.game.canvas.rows, self.game.canvas.cols
         self.observation_space = text_space(self.rows * (self.cols + 1) - 1)
 
