@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,6 +24,7 @@ from llm_gym.cli.common import (
     SetOption,
     cli_errors,
     console,
+    err_console,
     parse_env_args,
     print_json,
     resolve_config,
@@ -81,6 +83,7 @@ def play(
         if env is not None:
             env_spec(env)
             check_same_action_set(checkpoint, EnvConfig(env, env_kwargs))
+            note_unused_training_env_args(checkpoint, env_kwargs)
         overrides = checkpoint_overrides(  # how the checkpoint plays: threads, quantize ...
             checkpoint, config_file=config_file, sets=sets, model=model, backend=backend, seed=seed
         )
@@ -207,6 +210,24 @@ def check_same_action_set(checkpoint: Path, env: EnvConfig) -> None:
     finally:
         trained.close()
         target.close()
+
+
+def note_unused_training_env_args(checkpoint: Path, env_kwargs: dict[str, Any]) -> None:
+    """With ``--env``, the run's own ``--env-arg`` values do not carry over (they may be training-only, such as
+    reward shaping); say which ones this play leaves out, since some (``ball_trail``, the grid) change what the
+    policy sees."""
+    from llm_gym.runs import Run
+
+    run, _ = Run.resolve_checkpoint(checkpoint, required=False)
+    left_out = {k: v for k, v in run.read_config().get("env_kwargs", {}).items() if k not in env_kwargs}
+    if left_out:
+        args = " ".join(f"--env-arg {k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in left_out.items())
+        err_console.print(
+            f"note: {run.path} trained with {args}; this play leaves them at the env's defaults "
+            "(pass them to play as it trained, or drop --env to play the run's own env)",
+            markup=False,
+            soft_wrap=True,
+        )
 
 
 def _actions(env: Any) -> str:

@@ -191,6 +191,23 @@ def test_cli_trains_and_plays_a_checkpoint(tmp_path: Path) -> None:
     assert json.loads(result.output)["episodes"][0]["length"] == 25
 
 
+def test_playing_a_checkpoint_on_a_named_env_says_which_training_env_args_it_leaves_out(tmp_path: Path) -> None:
+    from llm_gym.cli import build_app
+
+    runner, app = CliRunner(), build_app()
+    sets = [x for k, v in {**TINY, "total_steps": 64, "eval_max_steps": 20}.items() for x in ("--set", f"{k}={v}")]
+    train = ["train", "--agent", "nanogpt_ppo", "--env", "LLMPong-ascii-v0", "--env-arg", "ball_trail=true", *sets]
+    assert runner.invoke(app, [*train, "--run-dir", str(tmp_path / "trail")]).exit_code == 0
+    play = ["play", "--checkpoint", str(tmp_path / "trail"), "--episodes", "1", "--max-steps", "5", "--json"]
+    plain = runner.invoke(app, [*play, "--env", "LLMPong-ascii-v0"])
+    assert plain.exit_code == 0, plain.output
+    assert "trained with --env-arg ball_trail=true; this play leaves them at the env's defaults" in plain.stderr
+    assert json.loads(plain.stdout)["episodes"][0]["length"] == 5
+    for same in ([*play, "--env", "LLMPong-ascii-v0", "--env-arg", "ball_trail=true"], play):
+        result = runner.invoke(app, same)
+        assert result.exit_code == 0 and "note:" not in result.stderr, result.output
+
+
 def test_non_text_observations_are_refused_with_what_to_use_instead(tmp_path: Path) -> None:
     from llm_gym.errors import UnsupportedEnvError
 
