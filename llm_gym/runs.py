@@ -239,8 +239,10 @@ class Run:
         if self._writer is None:
             from torch.utils.tensorboard import SummaryWriter  # heavy; only runs that log pay for it
 
+            # A resumed run hides what the stopped one logged after its checkpoint. Scalars *at* the checkpoint's
+            # step were logged before it was written (the loops log, evaluate, then checkpoint), so they stay.
             purge = (
-                int(json.loads((self.resumed_from / "checkpoint.json").read_text())["step"])
+                int(json.loads((self.resumed_from / "checkpoint.json").read_text())["step"]) + 1
                 if self.resumed_from
                 else None
             )

@@ -98,3 +98,24 @@ def test_tensorboard_scalars(tmp_path: Path) -> None:
     run.log_scalars(5, {"charts/episodic_return": 1.5})
     run.close()
     assert list((run.path / "tb").glob("events.out.tfevents.*"))
+
+
+def test_resumed_scalars_keep_the_checkpoint_step_and_replace_what_came_after(tmp_path: Path) -> None:
+    """A run stopped after its step-2 checkpoint had logged step 3; resumed from step 2, TensorBoard shows steps 1
+    and 2 as first logged and step 3 as the resumed run logged it."""
+    from llm_gym.curves import read_scalars
+
+    stopped = Run.create("LLMPong-v0", "random", {}, path=tmp_path / "run")
+    for step in (1, 2):
+        stopped.log_scalars(step, {"eval/mean_return": float(step)})
+    with stopped.checkpoint(2) as directory:
+        (directory / "state.txt").write_text("2")
+    stopped.log_scalars(3, {"eval/mean_return": -1.0})  # after the checkpoint: stale once resumed
+    stopped.close()
+
+    resumed = Run.open(tmp_path / "run")
+    resumed.resumed_from = resumed.latest_checkpoint()
+    resumed.log_scalars(3, {"eval/mean_return": 3.0})
+    resumed.close()
+    steps, values = read_scalars(tmp_path / "run")["eval/mean_return"]
+    assert steps.tolist() == [1, 2, 3] and values.tolist() == [1.0, 2.0, 3.0]
