@@ -138,8 +138,17 @@ class UnitPlayer:
         self._policies: dict[tuple[str, str, str], tuple[Any, Any]] = {}
 
     def play(
-        self, suite: str, entry: ResolvedEntry, env: SuiteEnv, unit: WorkUnit, record: bool, sink: RowSink
+        self,
+        suite: str,
+        entry: ResolvedEntry,
+        env: SuiteEnv,
+        unit: WorkUnit,
+        record: bool,
+        sink: RowSink,
+        on_steps: Callable[[int], None] | None = None,
     ) -> None:
+        """Play ``unit``, handing each finished episode to ``sink``; ``on_steps(n)`` hears of every lockstep step
+        (``n`` envs acted), so that progress moves within episodes that last an hour (an LM on a 1000-step game)."""
         key = (entry.name, entry.entry_hash, env.label)
         if key not in self._policies:
             self._policies[key] = entry.policy(env)
@@ -154,8 +163,9 @@ class UnitPlayer:
             trajectory = finished.pop(result.seed, None) if finished is not None else None
             sink(episode_row(suite, entry, env, unit, result), trajectory)
 
+        acting = RecordingPolicy(policy, board) if board is not None else policy
         run_episodes(
-            RecordingPolicy(policy, board) if board is not None else policy,
+            StepCounting(acting, on_steps) if on_steps is not None else acting,
             bench_env,
             len(unit),
             seed=unit.seeds[0],
@@ -239,7 +249,8 @@ def run_suite(
     total = sum(len(u) for u in units)
     played, startup = 0, 0.0
     start = time.perf_counter()
-    with _progress(progress, total, suite.name) as advance:
+    remote = bool(ray or ray_address)
+    with _progress(progress, total, suite.name, count_steps=not remote) as bar:
 
         def sink(row: EpisodeRow, trajectory: Any) -> None:
             nonlocal played
@@ -247,16 +258,16 @@ def run_suite(
                 trajectory = {"steps": trajectory, "tokens": sum(s.get("tokens", 0) for s in trajectory) or None}
             if store.add(row, trajectory):
                 played += 1
-            advance()
+            bar.episode()
 
-        if ray or ray_address:
+        if remote:
             from llm_gym.bench.ray_runner import run_on_ray
 
             startup = run_on_ray(suite.name, units, resolved, envs, record, sink, address=ray_address, workers=workers)
         else:
             player = UnitPlayer()
             for unit in units:
-                player.play(suite.name, resolved[unit.entry], envs[unit.env_label], unit, record, sink)
+                player.play(suite.name, resolved[unit.entry], envs[unit.env_label], unit, record, sink, bar.steps)
     return BenchReport(total + stored, stored, played, time.perf_counter() - start, skipped, startup)
 
 
@@ -285,30 +296,56 @@ def nvidia_gpus(root: Path = Path("/proc/driver/nvidia/gpus")) -> list[str]:
     return names
 
 
+class StepCounting:
+    """Wraps a policy: tells ``on_steps`` how many envs acted in each call (the rest is the wrapped policy's)."""
+
+    def __init__(self, policy: Any, on_steps: Callable[[int], None]) -> None:
+        self.policy, self.on_steps = policy, on_steps
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.policy, name)
+
+    def act(self, observations: Sequence[Any], infos: Sequence[Any]) -> list[Any]:
+        actions = self.policy.act(observations, infos)
+        self.on_steps(len(observations))
+        return actions
+
+
 class _progress:
-    """A rich progress bar over episodes (a no-op when ``enabled`` is false)."""
+    """A rich progress bar over episodes, with the env steps played and their rate beside it (local runs: Ray
+    workers report whole episodes only). A no-op when ``enabled`` is false."""
 
-    def __init__(self, enabled: bool, total: int, name: str) -> None:
-        self.enabled, self.total, self.name = enabled, total, name
+    def __init__(self, enabled: bool, total: int, name: str, *, count_steps: bool = True) -> None:
+        self.enabled, self.total, self.name, self.count_steps = enabled, total, name, count_steps
         self._bar: Any = None
+        self._task: Any = None
+        self._steps = 0
+        self._start = time.perf_counter()
 
-    def __enter__(self) -> Callable[[], None]:
+    def __enter__(self) -> _progress:
         if not self.enabled:
-            return lambda: None
+            return self
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         from llm_gym.cli.common import err_console
 
-        self._bar = Progress(
-            TextColumn(f"bench {self.name}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            console=err_console,
-        )
+        columns = [TextColumn(f"bench {self.name}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn()]
+        if self.count_steps:
+            columns.append(TextColumn("{task.fields[steps]}"))
+        self._bar = Progress(*columns, console=err_console)
         self._bar.start()
-        task = self._bar.add_task("episodes", total=self.total)
-        return lambda: self._bar.advance(task)
+        self._task = self._bar.add_task("episodes", total=self.total, steps="")
+        return self
+
+    def episode(self) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._task)
+
+    def steps(self, n: int) -> None:
+        self._steps += n
+        if self._bar is not None:
+            rate = self._steps / max(time.perf_counter() - self._start, 1e-9)
+            self._bar.update(self._task, steps=f"{self._steps:,} env steps ({rate:.1f}/s)")
 
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:

@@ -61,3 +61,19 @@ def test_a_changed_setting_is_a_new_set_of_episodes(tiny_suite: Path, tmp_path: 
         report = run_suite(load_suite(changed).select(entries=["random"], envs=["ttt-random"]), store, progress=False)
         assert report.already_stored == 0 and report.played == 3
         assert store.count() == 6
+
+
+def test_the_player_reports_every_env_step_for_the_progress_bar(tiny_suite: Path, tmp_path: Path) -> None:
+    from llm_gym.bench.runner import UnitPlayer, plan, resolve_entries
+
+    suite = load_suite(tiny_suite).select(entries=["random"], envs=["breakout"])
+    with EpisodeStore(tmp_path / "e.sqlite") as store:
+        resolved, _ = resolve_entries(suite, store)
+        units, _ = plan(suite, resolved, store)
+    env = next(e for e in suite.envs if e.label == "breakout")
+    steps: list[int] = []
+    rows = []
+    for unit in units:
+        UnitPlayer().play(suite.name, resolved[unit.entry], env, unit, False, lambda r, _: rows.append(r), steps.append)
+    assert rows and sum(steps) == sum(r.length for r in rows)  # every env step, across lockstep batches
+    assert max(steps) <= max(u.num_envs for u in units)  # one report per lockstep step, one count per env acting
