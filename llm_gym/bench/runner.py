@@ -267,7 +267,8 @@ def run_suite(
         else:
             player = UnitPlayer()
             for unit in units:
-                player.play(suite.name, resolved[unit.entry], envs[unit.env_label], unit, record, sink, bar.steps)
+                on_steps = bar.steps if bar.shows_steps else None  # no wrapper around the policy without a bar
+                player.play(suite.name, resolved[unit.entry], envs[unit.env_label], unit, record, sink, on_steps)
     return BenchReport(total + stored, stored, played, time.perf_counter() - start, skipped, startup)
 
 
@@ -336,6 +337,10 @@ class _progress:
         self._bar.start()
         self._task = self._bar.add_task("episodes", total=self.total, steps="")
         return self
+
+    @property
+    def shows_steps(self) -> bool:
+        return self.enabled and self.count_steps
 
     def episode(self) -> None:
         if self._bar is not None:
