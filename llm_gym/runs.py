@@ -287,8 +287,9 @@ def _read_manifest(checkpoint: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and isinstance(data.get("step"), int) else None
 
 
-def verify_checkpoint(checkpoint: Path) -> str | None:
+def verify_checkpoint(checkpoint: Path, missing_ok: tuple[str, ...] = ()) -> str | None:
     """None when every file of ``checkpoint`` has the size and SHA-256 its manifest records, else what is wrong.
+    Files named in ``missing_ok`` may be absent (a copy made without its training state), never different.
 
     Checkpoints written before manifests existed (no ``files``) pass on a readable ``checkpoint.json``."""
     manifest = _read_manifest(checkpoint)
@@ -299,6 +300,8 @@ def verify_checkpoint(checkpoint: Path) -> str | None:
         return f"{MANIFEST_FILE} has no file list"
     for name, entry in files.items():
         path = checkpoint / name
+        if not path.is_file() and name in missing_ok:
+            continue
         if not path.is_file():
             return f"{name} is missing"
         size = path.stat().st_size

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from llm_gym.agent import EnvConfig, field_settings
+from llm_gym.checkpoint_export import refuse_resume_of_export
 from llm_gym.cli.common import (
     AgentOption,
     BackendOption,
@@ -135,6 +136,7 @@ def _prepare_resume(
     env_config = EnvConfig(saved["env_id"], {**saved["env_kwargs"], **parse_env_args(env_args)})
     check_env_arguments(env_config)
     run.resumed_from = run.latest_verified_checkpoint()
+    refuse_resume_of_export(run.resumed_from)
     if run.resumed_from is None and run.checkpoints():
         raise CheckpointError(f"no checkpoint of {run.path} verifies (see the notes above); nothing was changed")
     if to_dict(config) != saved["config"]:

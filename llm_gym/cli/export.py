@@ -1,0 +1,31 @@
+"""``llm-gym export``: a play-only copy of a checkpoint (no optimiser or RNG state), to move it between machines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from llm_gym.cli.common import cli_errors, console
+
+
+@cli_errors
+def export(
+    checkpoint: Annotated[
+        Path,
+        typer.Argument(help="A run directory (its newest checkpoint that verifies) or one of its checkpoints/<name>."),
+    ],
+    dest: Annotated[Path, typer.Argument(help="A new run directory to write the copy into.")],
+) -> None:
+    """Copy one checkpoint and its run's config, summary and scalars into a new run directory without the training
+    state only --resume reads (it plays, benches and warm-starts like the original; it cannot be resumed)."""
+    from llm_gym.checkpoint_export import export_for_play
+
+    exported = export_for_play(checkpoint, dest)
+    size = sum(p.stat().st_size for p in exported.rglob("*") if p.is_file())
+    console.print(f"{exported} ({size / 1e6:.1f} MB): play it with llm-gym play --checkpoint {dest}", markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("export")(export)

@@ -1,0 +1,91 @@
+"""``llm-gym export``: a play-only copy of a tiny real ``nanogpt_ppo`` run, through the real ``llm-gym`` script. The
+copy verifies, plays the same greedy episodes as the original, refuses a resume in one line, and a checkpoint that
+already lost its training state (copied off another machine without it) still exports."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from llm_gym.runs import Run, verify_checkpoint
+
+LLM_GYM = str(Path(sys.executable).parent / "llm-gym")
+TINY = {
+    "n_layer": 1, "n_head": 2, "n_embd": 16, "mlp_ratio": 2, "num_envs": 2, "num_steps": 32, "minibatch_size": 32,
+    "update_epochs": 1, "eval_every": 64, "eval_episodes": 1, "eval_max_steps": 20, "threads": 1, "progress": False, "total_steps": 128,
+    "checkpoint_every": 64,
+}  # fmt: skip
+PLAY = ("--env", "LLMBreakout-ascii-v0", "-n", "2", "--max-steps", "30", "--seed", "5", "--json")
+
+
+def llm_gym(*args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "LLM_GYM_DEBUG"}
+    return subprocess.run([LLM_GYM, *args], capture_output=True, text=True, env=env, timeout=600)
+
+
+def one_error_line(done: subprocess.CompletedProcess) -> str:
+    lines = [line for line in done.stderr.strip().splitlines() if not line.startswith("note: ")]
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    return lines[0]
+
+
+def returns(done: subprocess.CompletedProcess) -> list[tuple[float, int]]:
+    assert done.returncode == 0, done.stderr
+    return [(e["return"], e["length"]) for e in json.loads(done.stdout)["episodes"]]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run_dir = tmp_path_factory.mktemp("export") / "run"
+    sets = [arg for key, value in TINY.items() for arg in ("--set", f"{key}={json.dumps(value)}")]
+    done = llm_gym("train", "--agent", "nanogpt_ppo", "--env", "LLMBreakout-ascii-v0", "--run-dir", str(run_dir), *sets)
+    assert done.returncode == 0, done.stderr
+    return run_dir
+
+
+def test_the_export_drops_the_training_state_verifies_and_plays_the_same(trained: Path, tmp_path: Path) -> None:
+    done = llm_gym("export", str(trained), str(tmp_path / "play"))
+    assert done.returncode == 0, done.stderr
+    exported = Run.open(tmp_path / "play").latest_checkpoint()
+    assert exported is not None and exported.name == "step_128"
+    kept = set(json.loads((exported / "checkpoint.json").read_text())["files"])
+    assert "model.pt" in kept and not kept & {"training.pt", "envs.pkl"}
+    assert not (exported / "training.pt").exists() and verify_checkpoint(exported) is None
+    assert json.loads((exported / "export.json").read_text())["without"] == ["envs.pkl", "training.pt"]
+    assert (tmp_path / "play" / "config.json").read_bytes() == (trained / "config.json").read_bytes()
+    assert (tmp_path / "play" / "tb").is_dir()  # the bench's learning curve reads the run's scalars
+    original = returns(llm_gym("play", "--checkpoint", str(trained), *PLAY))
+    assert returns(llm_gym("play", "--checkpoint", str(tmp_path / "play"), *PLAY)) == original
+
+
+def test_an_export_refuses_a_resume_and_an_existing_destination(trained: Path, tmp_path: Path) -> None:
+    dest = tmp_path / "play"
+    assert llm_gym("export", str(trained / "checkpoints" / "step_64"), str(dest)).returncode == 0
+    before = (dest / "config.json").read_bytes()
+    line = one_error_line(llm_gym("train", "--resume", str(dest)))
+    assert "exported for play without its training state (envs.pkl, training.pt)" in line
+    assert (dest / "config.json").read_bytes() == before
+    line = one_error_line(llm_gym("export", str(trained), str(dest)))
+    assert "already exists and is not empty" in line
+    assert Run.open(dest).latest_checkpoint().name == "step_64"  # nothing was overwritten
+
+
+def test_a_checkpoint_copied_without_its_training_state_still_exports(trained: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copied"
+    shutil.copytree(trained, copy)
+    newest = copy / "checkpoints" / "step_128"
+    (newest / "training.pt").unlink()  # as when only the policy was copied off a GPU machine
+    assert "training.pt is missing" in one_error_line(llm_gym("play", "--checkpoint", str(newest), *PLAY))
+    assert llm_gym("export", str(copy), str(tmp_path / "play")).returncode == 0
+    assert returns(llm_gym("play", "--checkpoint", str(tmp_path / "play"), *PLAY)) == returns(
+        llm_gym("play", "--checkpoint", str(trained), *PLAY)
+    )
+    os.truncate(newest / "model.pt", 10)  # a damaged policy is never exported
+    line = one_error_line(llm_gym("export", str(newest), str(tmp_path / "again")))
+    assert "model.pt has 10 bytes" in line and not (tmp_path / "again").exists()
