@@ -9,7 +9,6 @@ from typing import Annotated, Any
 import typer
 
 from llm_gym.agent import EnvConfig, field_settings
-from llm_gym.checkpoint_export import refuse_resume_of_export
 from llm_gym.cli.common import (
     AgentOption,
     BackendOption,
@@ -29,6 +28,7 @@ from llm_gym.envs.catalog import env_spec
 from llm_gym.envs.catalog import make as make_env
 from llm_gym.errors import CheckpointError, ConfigError, LLMGymError
 from llm_gym.plugins import get_agent
+from llm_gym.policy_copy import refuse_resume_of_policy_copy
 from llm_gym.runs import Run
 
 DEFAULT_RUNS_ROOT = Path("runs")
@@ -136,7 +136,7 @@ def _prepare_resume(
     env_config = EnvConfig(saved["env_id"], {**saved["env_kwargs"], **parse_env_args(env_args)})
     check_env_arguments(env_config)
     run.resumed_from = run.latest_verified_checkpoint()
-    refuse_resume_of_export(run.resumed_from)
+    refuse_resume_of_policy_copy(run.resumed_from)
     if run.resumed_from is None and run.checkpoints():
         raise CheckpointError(f"no checkpoint of {run.path} verifies (see the notes above); nothing was changed")
     if to_dict(config) != saved["config"]:

@@ -109,6 +109,7 @@ def _converted(gguf: Path) -> Path:
     _require("gguf", "reading the default model's GGUF file", "lm")
     logging.getLogger(__name__).warning("converting %s to safetensors in %s (once)", gguf.name, target)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    _special_tokens_from_gguf(tokenizer, gguf)
     quantized = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
     # The GGUF loader marks the model as quantised, which save_pretrained refuses; the tensors are plain floats by
     # now, so they go into an ordinary model built from the same config minus the quantisation entry.
@@ -133,9 +134,32 @@ def _converted(gguf: Path) -> Path:
     return target
 
 
+CONVERSION_VERSION = 2
+"""Part of the cache key: a conversion made by an older llm-gym (before the GGUF's special tokens were applied) is
+made anew rather than reused."""
+
+
+def _special_tokens_from_gguf(tokenizer: Any, gguf: Path) -> None:
+    """Set BOS, EOS and padding to the ids the GGUF file's own metadata names. transformers versions disagree when
+    they read them: 5.17 makes ``<|im_start|>`` (id 1) the EOS of the default model, whose file says ``<|im_end|>``
+    (id 2; 5.23 agrees). The EOS decides where an answer ends, and an adapter learns that id: one trained on a
+    machine with the other conversion ended its answers with id 1, which here starts a new turn."""
+    from gguf import GGUFReader
+
+    fields = GGUFReader(gguf).fields
+    for key, attribute in (("bos", "bos_token"), ("eos", "eos_token"), ("padding", "pad_token")):
+        field = fields.get(f"tokenizer.ggml.{key}_token_id")
+        if field is None or not field.data:
+            continue
+        token_id = int(field.parts[field.data[0]][0])
+        if 0 <= token_id < len(tokenizer):
+            setattr(tokenizer, attribute, tokenizer.convert_ids_to_tokens(token_id))
+
+
 def _fingerprint(path: Path) -> str:
-    """Name, size and first MiB of the file: changes when the package ships a different file."""
-    digest = hashlib.sha256(f"{path.name}:{path.stat().st_size}".encode())
+    """Name, size and first MiB of the file (changes when the package ships a different file), and the version of
+    the conversion."""
+    digest = hashlib.sha256(f"{path.name}:{path.stat().st_size}:conversion-{CONVERSION_VERSION}".encode())
     with open(path, "rb") as handle:
         digest.update(handle.read(1 << 20))
     return digest.hexdigest()[:12]

@@ -44,6 +44,24 @@ def test_default_model_is_cached_as_safetensors(real_lm) -> None:
     assert model.config.num_hidden_layers == 30 and "<|im_start|>" in tokenizer.chat_template
 
 
+def test_the_conversion_takes_eos_and_padding_from_the_gguf_file(real_lm) -> None:
+    """transformers 5.17 reads the default model's EOS as ``<|im_start|>`` (id 1); the file says ``<|im_end|>`` (2),
+    and an adapter learns the id its answers end with, so the conversion applies the file's own ids."""
+    from transformers import AutoTokenizer
+
+    from llm_gym.lm.models import MODEL_ALIASES, _special_tokens_from_gguf, resolve_model
+
+    gguf = MODEL_ALIASES["smollm2-135m"].locate()
+    converted = AutoTokenizer.from_pretrained(resolve_model("smollm2-135m"))
+    assert (converted.bos_token_id, converted.eos_token_id, converted.pad_token_id) == (1, 2, 2)
+    misread = AutoTokenizer.from_pretrained(resolve_model("smollm2-135m"))
+    misread.eos_token, misread.pad_token = "<|im_start|>", None  # what the 5.17 conversion writes
+    assert PromptBuilder(misread, "").answer_end_ids == [1]
+    _special_tokens_from_gguf(misread, gguf)
+    assert (misread.eos_token_id, misread.pad_token_id) == (2, 2)
+    assert PromptBuilder(misread, "").answer_end_ids == [2]
+
+
 def test_real_tokenizer_prefix_and_action_boundaries(real_lm, breakout) -> None:
     _, tokenizer = real_lm
     instructions, states = breakout

@@ -1,4 +1,4 @@
-"""``llm-gym export``: a play-only copy of a checkpoint (no optimiser or RNG state), to move it between machines."""
+"""``llm-gym copy-policy``: a play-only copy of a checkpoint (no optimiser or RNG state), to move it between machines."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from llm_gym.cli.common import cli_errors, console
 
 
 @cli_errors
-def export(
+def copy_policy_command(
     checkpoint: Annotated[
         Path,
         typer.Argument(help="A run directory (its newest checkpoint that verifies) or one of its checkpoints/<name>."),
@@ -20,12 +20,12 @@ def export(
 ) -> None:
     """Copy one checkpoint and its run's config, summary and scalars into a new run directory without the training
     state only --resume reads (it plays, benches and warm-starts like the original; it cannot be resumed)."""
-    from llm_gym.checkpoint_export import export_for_play
+    from llm_gym.policy_copy import copy_policy
 
-    exported = export_for_play(checkpoint, dest)
-    size = sum(p.stat().st_size for p in exported.rglob("*") if p.is_file())
-    console.print(f"{exported} ({size / 1e6:.1f} MB): play it with llm-gym play --checkpoint {dest}", markup=False)
+    copied = copy_policy(checkpoint, dest)
+    size = sum(p.stat().st_size for p in copied.rglob("*") if p.is_file())
+    console.print(f"{copied} ({size / 1e6:.1f} MB): play it with llm-gym play --checkpoint {dest}", markup=False)
 
 
 def register(app: typer.Typer) -> None:
-    app.command("export")(export)
+    app.command("copy-policy")(copy_policy_command)

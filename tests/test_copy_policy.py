@@ -1,6 +1,6 @@
-"""``llm-gym export``: a play-only copy of a tiny real ``nanogpt_ppo`` run, through the real ``llm-gym`` script. The
+"""``llm-gym copy-policy``: a play-only copy of a tiny real ``nanogpt_ppo`` run, through the real ``llm-gym`` script. The
 copy verifies, plays the same greedy episodes as the original, refuses a resume in one line, and a checkpoint that
-already lost its training state (copied off another machine without it) still exports."""
+already lost its training state (copied off another machine without it) still copies."""
 
 from __future__ import annotations
 
@@ -42,50 +42,50 @@ def returns(done: subprocess.CompletedProcess) -> list[tuple[float, int]]:
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    run_dir = tmp_path_factory.mktemp("export") / "run"
+    run_dir = tmp_path_factory.mktemp("copy_policy") / "run"
     sets = [arg for key, value in TINY.items() for arg in ("--set", f"{key}={json.dumps(value)}")]
     done = llm_gym("train", "--agent", "nanogpt_ppo", "--env", "LLMBreakout-ascii-v0", "--run-dir", str(run_dir), *sets)
     assert done.returncode == 0, done.stderr
     return run_dir
 
 
-def test_the_export_drops_the_training_state_verifies_and_plays_the_same(trained: Path, tmp_path: Path) -> None:
-    done = llm_gym("export", str(trained), str(tmp_path / "play"))
+def test_the_copy_drops_the_training_state_verifies_and_plays_the_same(trained: Path, tmp_path: Path) -> None:
+    done = llm_gym("copy-policy", str(trained), str(tmp_path / "play"))
     assert done.returncode == 0, done.stderr
-    exported = Run.open(tmp_path / "play").latest_checkpoint()
-    assert exported is not None and exported.name == "step_128"
-    kept = set(json.loads((exported / "checkpoint.json").read_text())["files"])
+    copied = Run.open(tmp_path / "play").latest_checkpoint()
+    assert copied is not None and copied.name == "step_128"
+    kept = set(json.loads((copied / "checkpoint.json").read_text())["files"])
     assert "model.pt" in kept and not kept & {"training.pt", "envs.pkl"}
-    assert not (exported / "training.pt").exists() and verify_checkpoint(exported) is None
-    assert json.loads((exported / "export.json").read_text())["without"] == ["envs.pkl", "training.pt"]
+    assert not (copied / "training.pt").exists() and verify_checkpoint(copied) is None
+    assert json.loads((copied / "policy_copy.json").read_text())["without"] == ["envs.pkl", "training.pt"]
     assert (tmp_path / "play" / "config.json").read_bytes() == (trained / "config.json").read_bytes()
     assert (tmp_path / "play" / "tb").is_dir()  # the bench's learning curve reads the run's scalars
     original = returns(llm_gym("play", "--checkpoint", str(trained), *PLAY))
     assert returns(llm_gym("play", "--checkpoint", str(tmp_path / "play"), *PLAY)) == original
 
 
-def test_an_export_refuses_a_resume_and_an_existing_destination(trained: Path, tmp_path: Path) -> None:
+def test_a_copy_refuses_a_resume_and_an_existing_destination(trained: Path, tmp_path: Path) -> None:
     dest = tmp_path / "play"
-    assert llm_gym("export", str(trained / "checkpoints" / "step_64"), str(dest)).returncode == 0
+    assert llm_gym("copy-policy", str(trained / "checkpoints" / "step_64"), str(dest)).returncode == 0
     before = (dest / "config.json").read_bytes()
     line = one_error_line(llm_gym("train", "--resume", str(dest)))
-    assert "exported for play without its training state (envs.pkl, training.pt)" in line
+    assert "is a play-only copy (llm-gym copy-policy) without its training state (envs.pkl, training.pt)" in line
     assert (dest / "config.json").read_bytes() == before
-    line = one_error_line(llm_gym("export", str(trained), str(dest)))
+    line = one_error_line(llm_gym("copy-policy", str(trained), str(dest)))
     assert "already exists and is not empty" in line
     assert Run.open(dest).latest_checkpoint().name == "step_64"  # nothing was overwritten
 
 
-def test_a_checkpoint_copied_without_its_training_state_still_exports(trained: Path, tmp_path: Path) -> None:
+def test_a_checkpoint_copied_without_its_training_state_still_copies(trained: Path, tmp_path: Path) -> None:
     copy = tmp_path / "copied"
     shutil.copytree(trained, copy)
     newest = copy / "checkpoints" / "step_128"
     (newest / "training.pt").unlink()  # as when only the policy was copied off a GPU machine
     assert "training.pt is missing" in one_error_line(llm_gym("play", "--checkpoint", str(newest), *PLAY))
-    assert llm_gym("export", str(copy), str(tmp_path / "play")).returncode == 0
+    assert llm_gym("copy-policy", str(copy), str(tmp_path / "play")).returncode == 0
     assert returns(llm_gym("play", "--checkpoint", str(tmp_path / "play"), *PLAY)) == returns(
         llm_gym("play", "--checkpoint", str(trained), *PLAY)
     )
-    os.truncate(newest / "model.pt", 10)  # a damaged policy is never exported
-    line = one_error_line(llm_gym("export", str(newest), str(tmp_path / "again")))
+    os.truncate(newest / "model.pt", 10)  # a damaged policy is never copied
+    line = one_error_line(llm_gym("copy-policy", str(newest), str(tmp_path / "again")))
     assert "model.pt has 10 bytes" in line and not (tmp_path / "again").exists()

@@ -3,10 +3,14 @@
 A checkpoint holds what playing needs (an adapter, a value head, a policy's weights) beside what only ``--resume``
 needs (the optimiser, the scheduler, RNG states), and the second is often the bigger part: an sft run's
 ``sft_training.pt`` is twice its adapter. Moving a checkpoint off the machine that trained it (a GPU box to a
-laptop, into a bench store's machine) needs only the first. ``export_for_play`` writes a new run directory with the
+laptop, into a bench store's machine) needs only the first. ``copy_policy`` writes a new run directory with the
 run's ``config.json``, ``summary.json`` and TensorBoard scalars (the bench's training row and learning curve read
 them) and the one checkpoint minus its training state, under a fresh manifest, so it verifies and plays like the
 original; a ``--resume`` of it is refused in one line instead of failing inside an agent.
+
+It works for every learning agent and stays an llm-gym run (``play --checkpoint``, bench checkpoint entries,
+``init_adapter``). ``llm-gym export`` (the ppo_lora plugin's command) is the other way out: a LoRA checkpoint as a
+plain model directory, merged or as the adapter alone, for other backends and tools.
 """
 
 from __future__ import annotations
@@ -22,19 +26,19 @@ from llm_gym.training import ENVS_FILE, TASKS_FILE
 TRAINING_STATE_FILES = ("training.pt", "sft_training.pt", ENVS_FILE, TASKS_FILE)
 """What only a resume reads: ppo_lora's and nanogpt_ppo's ``training.pt`` (optimiser, RNG, counters), sft's
 ``sft_training.pt``, and the envs where they stood (``envs.pkl``, ``tasks.json``)."""
-EXPORT_FILE = "export.json"
-"""Written into an exported checkpoint: where it came from and which files it was exported without."""
+COPY_FILE = "policy_copy.json"
+"""Written into the copied checkpoint: where it came from and which files it was copied without."""
 
 
-def export_for_play(source: str | Path, dest: str | Path) -> Path:
+def copy_policy(source: str | Path, dest: str | Path) -> Path:
     """Copy ``source`` (a run directory: its newest checkpoint that verifies; or one ``checkpoints/<name>``) into
-    the new run directory ``dest`` without its training state. Returns the exported checkpoint's path.
+    the new run directory ``dest`` without its training state. Returns the copied checkpoint's path.
     ``dest`` is checked before anything is written; a failure part-way leaves no half checkpoint (``Run.checkpoint``
     renames it into place only when complete)."""
     run, checkpoint = _source_checkpoint(Path(source))
     dest = Path(dest)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-        raise CheckpointError(f"{dest} already exists and is not empty; pass a new directory to export into")
+        raise CheckpointError(f"{dest} already exists and is not empty; pass a new directory to copy into")
     manifest = json.loads((checkpoint / MANIFEST_FILE).read_text())
     listed = manifest.get("files") if isinstance(manifest.get("files"), dict) else {}
     dropped = sorted(name for name in TRAINING_STATE_FILES if name in listed or (checkpoint / name).exists())
@@ -45,22 +49,22 @@ def export_for_play(source: str | Path, dest: str | Path) -> Path:
         shutil.copy2(run.path / SUMMARY_FILE, dest / SUMMARY_FILE)
     if (run.path / "tb").is_dir():
         shutil.copytree(run.path / "tb", dest / "tb")
-    exported = Run.open(dest)
+    copied = Run.open(dest)
     name = checkpoint.name if not checkpoint.name.startswith("step_") else None
-    with exported.checkpoint(step, name=name) as tmp:  # a fresh manifest of the files kept
+    with copied.checkpoint(step, name=name) as tmp:  # a fresh manifest of the files kept
         for path in sorted(checkpoint.rglob("*")):
             relative = path.relative_to(checkpoint)
             if path.is_file() and path.name != MANIFEST_FILE and relative.as_posix() not in dropped:
                 (tmp / relative).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, tmp / relative)
-        (tmp / EXPORT_FILE).write_text(
+        (tmp / COPY_FILE).write_text(
             json.dumps({"source": str(checkpoint.resolve()), "without": dropped}, indent=2) + "\n"
         )
-    return exported.checkpoints_dir / (name or f"step_{step}")
+    return copied.checkpoints_dir / (name or f"step_{step}")
 
 
 def _source_checkpoint(path: Path) -> tuple[Run, Path]:
-    """The run and the checkpoint to export: the one given, or the run's newest that verifies. Its training state
+    """The run and the checkpoint to copy: the one given, or the run's newest that verifies. Its training state
     may already be missing (a checkpoint copied off a GPU box without it); every file present must verify."""
     run = Run.open(find_run_dir(path))
     whole_run = path.resolve() in (run.path.resolve(), run.checkpoints_dir.resolve())
@@ -72,16 +76,16 @@ def _source_checkpoint(path: Path) -> tuple[Run, Path]:
             return run, candidate
         problems.append(f"{candidate.name}: {problem}")
     found = "; ".join(problems) if problems else "it has none"
-    raise CheckpointError(f"no checkpoint of {path} verifies ({found}); nothing was exported")
+    raise CheckpointError(f"no checkpoint of {path} verifies ({found}); nothing was copied")
 
 
-def refuse_resume_of_export(checkpoint: Path | None) -> None:
-    """Raise when the checkpoint a resume would continue from was exported without its training state."""
-    if checkpoint is None or not (checkpoint / EXPORT_FILE).is_file():
+def refuse_resume_of_policy_copy(checkpoint: Path | None) -> None:
+    """Raise when the checkpoint a resume would continue from was copied without its training state."""
+    if checkpoint is None or not (checkpoint / COPY_FILE).is_file():
         return
-    without = json.loads((checkpoint / EXPORT_FILE).read_text()).get("without") or []
+    without = json.loads((checkpoint / COPY_FILE).read_text()).get("without") or []
     if without:
         raise CheckpointError(
-            f"{checkpoint} was exported for play without its training state ({', '.join(without)}), so it cannot "
+            f"{checkpoint} is a play-only copy (llm-gym copy-policy) without its training state ({', '.join(without)}), so it cannot "
             "be resumed; resume the run it came from, or start a new run from it (sft/ppo_lora: --set init_adapter=...)"
         )
