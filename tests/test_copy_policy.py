@@ -8,31 +8,19 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from llm_gym_script import error_line, llm_gym  # tests/llm_gym_script.py
 
 from llm_gym.runs import Run, verify_checkpoint
 
-LLM_GYM = str(Path(sys.executable).parent / "llm-gym")
 TINY = {
     "n_layer": 1, "n_head": 2, "n_embd": 16, "mlp_ratio": 2, "num_envs": 2, "num_steps": 32, "minibatch_size": 32,
-    "update_epochs": 1, "eval_every": 64, "eval_episodes": 1, "eval_max_steps": 20, "threads": 1, "progress": False, "total_steps": 128,
-    "checkpoint_every": 64,
+    "update_epochs": 1, "eval_every": 64, "eval_episodes": 1, "eval_max_steps": 20, "threads": 1,
+    "progress": False, "total_steps": 128, "checkpoint_every": 64,
 }  # fmt: skip
 PLAY = ("--env", "LLMBreakout-ascii-v0", "-n", "2", "--max-steps", "30", "--seed", "5", "--json")
-
-
-def llm_gym(*args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "LLM_GYM_DEBUG"}
-    return subprocess.run([LLM_GYM, *args], capture_output=True, text=True, env=env, timeout=600)
-
-
-def one_error_line(done: subprocess.CompletedProcess) -> str:
-    lines = [line for line in done.stderr.strip().splitlines() if not line.startswith("note: ")]
-    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), done.stderr
-    return lines[0]
 
 
 def returns(done: subprocess.CompletedProcess) -> list[tuple[float, int]]:
@@ -68,10 +56,10 @@ def test_a_copy_refuses_a_resume_and_an_existing_destination(trained: Path, tmp_
     dest = tmp_path / "play"
     assert llm_gym("copy-policy", str(trained / "checkpoints" / "step_64"), str(dest)).returncode == 0
     before = (dest / "config.json").read_bytes()
-    line = one_error_line(llm_gym("train", "--resume", str(dest)))
+    line = error_line(llm_gym("train", "--resume", str(dest)))
     assert "is a play-only copy (llm-gym copy-policy) without its training state (envs.pkl, training.pt)" in line
     assert (dest / "config.json").read_bytes() == before
-    line = one_error_line(llm_gym("copy-policy", str(trained), str(dest)))
+    line = error_line(llm_gym("copy-policy", str(trained), str(dest)))
     assert "already exists and is not empty" in line
     assert Run.open(dest).latest_checkpoint().name == "step_64"  # nothing was overwritten
 
@@ -81,11 +69,11 @@ def test_a_checkpoint_copied_without_its_training_state_still_copies(trained: Pa
     shutil.copytree(trained, copy)
     newest = copy / "checkpoints" / "step_128"
     (newest / "training.pt").unlink()  # as when only the policy was copied off a GPU machine
-    assert "training.pt is missing" in one_error_line(llm_gym("play", "--checkpoint", str(newest), *PLAY))
+    assert "training.pt is missing" in error_line(llm_gym("play", "--checkpoint", str(newest), *PLAY))
     assert llm_gym("copy-policy", str(copy), str(tmp_path / "play")).returncode == 0
     assert returns(llm_gym("play", "--checkpoint", str(tmp_path / "play"), *PLAY)) == returns(
         llm_gym("play", "--checkpoint", str(trained), *PLAY)
     )
     os.truncate(newest / "model.pt", 10)  # a damaged policy is never copied
-    line = one_error_line(llm_gym("copy-policy", str(newest), str(tmp_path / "again")))
+    line = error_line(llm_gym("copy-policy", str(newest), str(tmp_path / "again")))
     assert "model.pt has 10 bytes" in line and not (tmp_path / "again").exists()

@@ -13,28 +13,16 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from llm_gym_script import error_line, llm_gym  # tests/llm_gym_script.py
 
 from llm_gym.runs import Run, verify_checkpoint
 
-LLM_GYM = str(Path(sys.executable).parent / "llm-gym")
 ENV = "LLMBreakout-ascii-v0"
 TINY = {
     "n_layer": 1, "n_head": 2, "n_embd": 16, "mlp_ratio": 2, "num_envs": 2, "num_steps": 32, "minibatch_size": 32,
     "update_epochs": 1, "eval_every": 64, "eval_episodes": 1, "eval_max_steps": 20, "threads": 1,
     "progress": False, "total_steps": 192, "checkpoint_every": 64, "keep_checkpoints": 5,
 }  # fmt: skip
-
-
-def llm_gym(*args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "LLM_GYM_DEBUG"}
-    return subprocess.run([LLM_GYM, *args], capture_output=True, text=True, env=env, timeout=600)
-
-
-def error_line(done: subprocess.CompletedProcess) -> str:
-    lines = [line for line in done.stderr.strip().splitlines() if not line.startswith("note: ")]
-    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), done.stderr
-    assert "Traceback" not in done.stderr
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
