@@ -41,7 +41,10 @@ def copy_policy(source: str | Path, dest: str | Path) -> Path:
         raise CheckpointError(f"{dest} already exists and is not empty; pass a new directory to copy into")
     manifest = json.loads((checkpoint / MANIFEST_FILE).read_text())
     listed = manifest.get("files") if isinstance(manifest.get("files"), dict) else {}
-    dropped = sorted(name for name in TRAINING_STATE_FILES if name in listed or (checkpoint / name).exists())
+    dropped = sorted(
+        {name for name in TRAINING_STATE_FILES if name in listed or (checkpoint / name).exists()}
+        | set(_copied_without(checkpoint))  # a copy of a copy stays a copy
+    )
     step = int(manifest["step"])
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy2(run.path / CONFIG_FILE, dest / CONFIG_FILE)
@@ -81,11 +84,15 @@ def _source_checkpoint(path: Path) -> tuple[Run, Path]:
 
 def refuse_resume_of_policy_copy(checkpoint: Path | None) -> None:
     """Raise when the checkpoint a resume would continue from was copied without its training state."""
-    if checkpoint is None or not (checkpoint / COPY_FILE).is_file():
-        return
-    without = json.loads((checkpoint / COPY_FILE).read_text()).get("without") or []
+    without = _copied_without(checkpoint) if checkpoint is not None else []
     if without:
         raise CheckpointError(
             f"{checkpoint} is a play-only copy (llm-gym copy-policy) without its training state ({', '.join(without)}), so it cannot "
             "be resumed; resume the run it came from, or start a new run from it (sft/ppo_lora: --set init_adapter=...)"
         )
+
+
+def _copied_without(checkpoint: Path) -> list[str]:
+    """The files a play-only copy was made without ([] for a checkpoint that is no such copy)."""
+    record = checkpoint / COPY_FILE
+    return list(json.loads(record.read_text()).get("without") or []) if record.is_file() else []

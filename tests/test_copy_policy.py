@@ -61,6 +61,8 @@ def test_a_copy_refuses_a_resume_and_an_existing_destination(trained: Path, tmp_
     assert (dest / "config.json").read_bytes() == before
     line = error_line(llm_gym("copy-policy", str(trained), str(dest)))
     assert "already exists and is not empty" in line
+    assert llm_gym("copy-policy", str(dest), str(tmp_path / "again")).returncode == 0  # a copy of a copy
+    assert "(envs.pkl, training.pt)" in error_line(llm_gym("train", "--resume", str(tmp_path / "again")))
     assert Run.open(dest).latest_checkpoint().name == "step_64"  # nothing was overwritten
 
 
