@@ -87,8 +87,9 @@ def refuse_resume_of_policy_copy(checkpoint: Path | None) -> None:
     without = _copied_without(checkpoint) if checkpoint is not None else []
     if without:
         raise CheckpointError(
-            f"{checkpoint} is a play-only copy (llm-gym copy-policy) without its training state ({', '.join(without)}), so it cannot "
-            "be resumed; resume the run it came from, or start a new run from it (sft/ppo_lora: --set init_adapter=...)"
+            f"{checkpoint} is a play-only copy (llm-gym copy-policy) without its training state "
+            f"({', '.join(without)}), so it cannot be resumed; resume the run it came from, or start a new run from "
+            "it (sft/ppo_lora: --set init_adapter=...)"
         )
 
 

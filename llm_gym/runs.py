@@ -300,9 +300,9 @@ def verify_checkpoint(checkpoint: Path, missing_ok: tuple[str, ...] = ()) -> str
         return f"{MANIFEST_FILE} has no file list"
     for name, entry in files.items():
         path = checkpoint / name
-        if not path.is_file() and name in missing_ok:
-            continue
         if not path.is_file():
+            if name in missing_ok:
+                continue
             return f"{name} is missing"
         size = path.stat().st_size
         if not isinstance(entry, list) or len(entry) != 2 or size != entry[0]:

@@ -266,8 +266,8 @@ def run_suite(
             startup = run_on_ray(suite.name, units, resolved, envs, record, sink, address=ray_address, workers=workers)
         else:
             player = UnitPlayer()
+            on_steps = bar.steps if bar.shows_steps else None  # no wrapper around the policy without a bar
             for unit in units:
-                on_steps = bar.steps if bar.shows_steps else None  # no wrapper around the policy without a bar
                 player.play(suite.name, resolved[unit.entry], envs[unit.env_label], unit, record, sink, on_steps)
     return BenchReport(total + stored, stored, played, time.perf_counter() - start, skipped, startup)
 
