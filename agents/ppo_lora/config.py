@@ -96,6 +96,13 @@ class PPOLoRAConfig(LocalLMConfig):
     """Value clip around the rollout's values; 0 turns it off."""
     value_coef: float = training_only(0.5)
     """Weight of the value loss."""
+    value_warmup_updates: int = training_only(0)
+    """The first N updates fit the value head alone to the rollout's returns (unclipped squared error, update_epochs
+    passes in steps of minibatch_size decisions); the LoRA weights, so the policy, and the KL coefficient stay as they
+    are. For a warm start whose value head predicts something else than PPO's discounted returns (sft warms it on
+    undiscounted returns-to-go of whole games), so the first policy updates are not steered by value-error noise.
+    Each costs one forward pass of the trainable layers over the rollout; its env steps count toward total_steps
+    and its updates toward the learning-rate schedule."""
     entropy_coef: float = training_only(0.01)
     """Weight of the entropy bonus."""
     max_grad_norm: float = training_only(1.0)
@@ -134,8 +141,9 @@ class PPOLoRAConfig(LocalLMConfig):
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0 < self.rollout_memory_share < 1 or self.rollout_kv_cache_gib <= 0:
             raise ValueError("rollout_memory_share must be in (0, 1) and rollout_kv_cache_gib > 0")
-        if self.trainable_layers < 0:
-            raise ValueError(f"trainable_layers must be >= 0, got {self.trainable_layers}")
+        for name in ("trainable_layers", "value_warmup_updates"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
 
     @property
     def rollout_size(self) -> int:

@@ -24,7 +24,7 @@ from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.engine import EngineStoppedError, RolloutEngine, require_vllm
 from llm_gym.agents.ppo_lora.model import ADAPTER_DIR, VALUE_HEAD_FILE, ActorCritic
 from llm_gym.agents.ppo_lora.rollout import Rollout, collect, engine_gap, rollout_arrays
-from llm_gym.agents.ppo_lora.update import ppo_update
+from llm_gym.agents.ppo_lora.update import ppo_update, value_warmup_update
 from llm_gym.callbacks import Callback
 from llm_gym.envs.protocol import EnvTraits
 from llm_gym.errors import UnsupportedEnvError
@@ -192,13 +192,17 @@ def train(
                 arrays["truncated_values"],
             )
             # -- PPO update ----------------------------------------------------------------------------------
-            metrics = ppo_update(
-                ac, strategy, optimizer, rollout, advantages, returns, config, generator, counters.kl_coef
-            )
+            warming = counters.update < config.value_warmup_updates  # the value head alone, the policy as it is
+            if warming:
+                metrics = value_warmup_update(ac, optimizer, rollout, returns, config, generator)
+            else:
+                metrics = ppo_update(
+                    ac, strategy, optimizer, rollout, advantages, returns, config, generator, counters.kl_coef
+                )
             scheduler.step()
-            if engine is not None:  # the next rollout's actions come from this update's adapter, never an older one
+            if engine is not None and not warming:  # the next rollout acts with this update's adapter, never older
                 engine.sync(ac)
-            if config.kl_target > 0:  # Ziegler et al. 2019: proportional control of the KL coefficient
+            if config.kl_target > 0 and not warming:  # Ziegler et al. 2019: proportional control of the KL coefficient
                 error = float(np.clip(metrics["kl_ref"] / config.kl_target - 1.0, -0.2, 0.2))
                 counters.kl_coef *= 1.0 + error * config.rollout_size / config.kl_horizon
             # -- bookkeeping and logs ------------------------------------------------------------------------
@@ -241,7 +245,8 @@ def train(
                 task,
                 completed=min(counters.global_step, config.total_steps),
                 status=(f"return {np.mean(recent):.1f} " if recent else "")
-                + f"kl {metrics['kl_ref']:.3f} {scalars['charts/decisions_per_second']:.1f} dec/s",
+                + ("value warm-up " if warming else f"kl {metrics['kl_ref']:.3f} ")
+                + f"{scalars['charts/decisions_per_second']:.1f} dec/s",
             )
             stopped = training.update_done(callbacks, counters, scalars)
             last = stopped or counters.global_step >= config.total_steps

@@ -134,6 +134,49 @@ def ppo_update(
     return {**{key: value / max(steps, 1) for key, value in sums.items()}, "epochs": float(epochs)}
 
 
+def value_warmup_update(
+    ac: ActorCritic,
+    optimizer: torch.optim.Optimizer,
+    rollout: Rollout,
+    returns: torch.Tensor,
+    config: PPOLoRAConfig,
+    generator: torch.Generator,
+) -> dict[str, float]:
+    """Fit the value head alone to the rollout's ``returns`` (``value_warmup_updates``): the trainable layers run
+    once, without gradients (the adapter does not move, so their output is the same in every epoch), then
+    ``update_epochs`` shuffled passes of ``minibatch_size``-decision optimizer steps on the head's squared error.
+    Unclipped: the clip keeps the value near the rollout's for the policy's sake, and here only the value moves.
+    Every minibatch is used, not ``max_minibatches`` of them: a step costs one linear layer."""
+    flat = _flatten(rollout)
+    samples, size = len(flat["prompts"]), config.minibatch_size
+    features = []
+    with torch.no_grad():
+        for lo in range(0, samples, size):
+            index = list(range(lo, min(lo + size, samples)))
+            batch = ac.pack(*([flat[key][i] for i in index] for key in ("prompts", "uses_prefix", "continuations")))
+            hidden = padded_hidden([flat["hidden"][i] for i in index], batch.input_ids.shape[1])
+            out, _ = ac.top(hidden.to(ac.device), batch, "rollout")
+            features.append(out.last_hidden.float())
+    inputs, targets = torch.cat(features), returns.flatten().to(ac.device)
+    head = list(ac.value_head.parameters())
+    sums: dict[str, float] = defaultdict(float)
+    steps = 0
+    for _ in range(config.update_epochs):
+        order = torch.randperm(samples, generator=generator).tolist()
+        for lo in range(0, samples, size):
+            index = order[lo : lo + size]
+            optimizer.zero_grad(set_to_none=True)  # only the head gets a gradient, so only the head steps
+            value_loss = 0.5 * ((ac.value_head(inputs[index]).squeeze(-1) - targets[index]) ** 2).mean()
+            (config.value_coef * value_loss).backward()
+            sums["grad_norm"] += float(torch.nn.utils.clip_grad_norm_(head, config.max_grad_norm))
+            sums["value_loss"] += float(value_loss.detach())
+            optimizer.step()
+            steps += 1
+    optimizer.zero_grad(set_to_none=True)
+    return {**{key: value / max(steps, 1) for key, value in sums.items()}, "epochs": float(config.update_epochs),
+            "value_warmup": 1.0}  # fmt: skip
+
+
 def _chunk_loss(
     ac: ActorCritic,
     strategy: Strategy,

@@ -71,3 +71,42 @@ def test_a_capped_step_is_the_same_in_any_number_of_passes(tmp_path: Path, advan
         if "lora_B" in key:  # B starts at zero: it holds what the update did
             moved += float(value.abs().sum())
     assert moved > 0
+
+
+@pytest.mark.timeout(300)
+def test_the_value_warmup_moves_the_value_head_alone_then_ppo_takes_over(tmp_path: Path) -> None:
+    from llm_gym.curves import read_scalars
+    from llm_gym.lm.testing import make_tiny_model
+
+    model = make_tiny_model(tmp_path / "model", layers=2, hidden=32)
+    # Three updates of 32 decisions: two that fit the value head only, then one PPO update.
+    config = tiny_config(
+        model, num_envs=4, num_steps=8, total_steps=96, update_epochs=2, minibatch_size=8, lora_rank=4,
+        learning_rate=1e-2, kl_coef=0.05, kl_target=0.01, checkpoint_every=32, keep_checkpoints=3,
+        value_warmup_updates=2,
+    )  # fmt: skip
+    summary, run = train(tmp_path / "run", "LLMBreakout-text-v0", config)
+    assert summary["updates"] == 3
+    checkpoints = run.path / "checkpoints"
+
+    def lora_b(step: int) -> dict[str, torch.Tensor]:
+        weights = load_file(checkpoints / f"step_{step}" / "adapter" / "adapter_model.safetensors")
+        return {key: value for key, value in weights.items() if "lora_B" in key}
+
+    def head(step: int) -> torch.Tensor:
+        return torch.load(checkpoints / f"step_{step}" / "value_head.pt", weights_only=True)["weight"]
+
+    # During the warm-up the adapter stays at its start (LoRA B is zero) while the value head moves every update.
+    assert all(float(value.abs().sum()) == 0.0 for value in lora_b(64).values())
+    assert all(float(value.abs().sum()) == 0.0 for value in lora_b(32).values())
+    assert not torch.equal(head(32), head(64))
+    # The first PPO update moves the adapter.
+    assert sum(float(value.abs().sum()) for value in lora_b(96).values()) > 0
+    scalars = read_scalars(run.path)
+    steps, flags = scalars["losses/value_warmup"]
+    assert steps.tolist() == [32, 64] and flags.tolist() == [1.0, 1.0]
+    assert "losses/policy_loss" in scalars and scalars["losses/policy_loss"][0].tolist() == [96]
+    # The KL controller holds its coefficient during the warm-up (it has no KL to react to there).
+    kl_steps, kl_coefs = scalars["charts/kl_coef"]
+    assert kl_coefs[:2].tolist() == pytest.approx([0.05, 0.05])
+    assert kl_coefs[2] != pytest.approx(0.05)
