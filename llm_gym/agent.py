@@ -135,6 +135,13 @@ class Agent(abc.ABC):
     def __init__(self, config: AgentConfig | None = None) -> None:
         self.config = config if config is not None else self.Config()
 
+    def resume_only_files(self) -> tuple[str, ...]:
+        """Names of the checkpoint files that only ``train --resume`` reads (optimiser, scheduler, RNG states,
+        counters), never ``policy``: ``llm-gym copy-policy`` writes a play-only copy without them. The envs' saved
+        state (``envs.pkl``, ``tasks.json`` of the shared stepping path) is left out for every agent; list only your
+        own files here. Default: none (the copy then keeps everything)."""
+        return ()
+
     @abc.abstractmethod
     def train(self, env: EnvConfig, run: Run, callbacks: Sequence[Callback] = ()) -> dict[str, Any]:
         """Train on ``env`` for ``config.total_steps`` env steps, writing checkpoints and logs into ``run``.

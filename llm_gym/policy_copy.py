@@ -1,8 +1,8 @@
 """Play-only copies of a checkpoint: the run's config and one checkpoint without its training state.
 
 A checkpoint holds what playing needs (an adapter, a value head, a policy's weights) beside what only ``--resume``
-needs (the optimiser, the scheduler, RNG states), and the second is often the bigger part: an sft run's
-``sft_training.pt`` is twice its adapter. Moving a checkpoint off the machine that trained it (a GPU box to a
+needs (the optimiser, the scheduler, RNG states; each agent names those files), and the second is often the bigger
+part: an sft run's ``sft_training.pt`` is twice its adapter. Moving a checkpoint off the machine that trained it (a GPU box to a
 laptop, into a bench store's machine) needs only the first. ``copy_policy`` writes a new run directory with the
 run's ``config.json``, ``summary.json`` and TensorBoard scalars (the bench's training row and learning curve read
 them) and the one checkpoint minus its training state, under a fresh manifest, so it verifies and plays like the
@@ -19,13 +19,14 @@ import json
 import shutil
 from pathlib import Path
 
+from llm_gym.agent import checkpoint_config
 from llm_gym.errors import CheckpointError
 from llm_gym.runs import CONFIG_FILE, MANIFEST_FILE, SUMMARY_FILE, Run, find_run_dir, verify_checkpoint
 from llm_gym.training import ENVS_FILE, TASKS_FILE
 
-TRAINING_STATE_FILES = ("training.pt", "sft_training.pt", ENVS_FILE, TASKS_FILE)
-"""What only a resume reads: ppo_lora's and nanogpt_ppo's ``training.pt`` (optimiser, RNG, counters), sft's
-``sft_training.pt``, and the envs where they stood (``envs.pkl``, ``tasks.json``)."""
+ENV_STATE_FILES = (ENVS_FILE, TASKS_FILE)
+"""What only a resume reads, for every agent: the envs where they stood and the task sampler's state (written by
+the shared stepping path). Each agent names its own such files (:meth:`~llm_gym.agent.Agent.resume_only_files`)."""
 COPY_FILE = "policy_copy.json"
 """Written into the copied checkpoint: where it came from and which files it was copied without."""
 
@@ -35,14 +36,14 @@ def copy_policy(source: str | Path, dest: str | Path) -> Path:
     the new run directory ``dest`` without its training state. Returns the copied checkpoint's path.
     ``dest`` is checked before anything is written; a failure part-way leaves no half checkpoint (``Run.checkpoint``
     renames it into place only when complete)."""
-    run, checkpoint = _source_checkpoint(Path(source))
+    run, checkpoint, resume_only = _source_checkpoint(Path(source))
     dest = Path(dest)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise CheckpointError(f"{dest} already exists and is not empty; pass a new directory to copy into")
     manifest = json.loads((checkpoint / MANIFEST_FILE).read_text())
     listed = manifest.get("files") if isinstance(manifest.get("files"), dict) else {}
     dropped = sorted(
-        {name for name in TRAINING_STATE_FILES if name in listed or (checkpoint / name).exists()}
+        {name for name in resume_only if name in listed or (checkpoint / name).exists()}
         | set(_copied_without(checkpoint))  # a copy of a copy stays a copy
     )
     step = int(manifest["step"])
@@ -66,17 +67,20 @@ def copy_policy(source: str | Path, dest: str | Path) -> Path:
     return copied.checkpoints_dir / (name or f"step_{step}")
 
 
-def _source_checkpoint(path: Path) -> tuple[Run, Path]:
-    """The run and the checkpoint to copy: the one given, or the run's newest that verifies. Its training state
-    may already be missing (a checkpoint copied off a GPU box without it); every file present must verify."""
+def _source_checkpoint(path: Path) -> tuple[Run, Path, tuple[str, ...]]:
+    """The run, the checkpoint to copy (the one given, or the run's newest that verifies) and the names of the
+    files only a resume reads (the run's agent says which). Its training state may already be missing (a checkpoint
+    copied off a GPU box without it); every file present must verify."""
     run = Run.open(find_run_dir(path))
+    agent_cls, config = checkpoint_config(run)  # the agent plugin that trained the run says what is resume-only
+    resume_only = (*agent_cls(config).resume_only_files(), *ENV_STATE_FILES)
     whole_run = path.resolve() in (run.path.resolve(), run.checkpoints_dir.resolve())
     candidates = [c for _, c in reversed(run.checkpoints())] if whole_run else [path]
     problems = []
     for candidate in candidates:
-        problem = verify_checkpoint(candidate, missing_ok=TRAINING_STATE_FILES)
+        problem = verify_checkpoint(candidate, missing_ok=resume_only)
         if problem is None:
-            return run, candidate
+            return run, candidate, resume_only
         problems.append(f"{candidate.name}: {problem}")
     found = "; ".join(problems) if problems else "it has none"
     raise CheckpointError(f"no checkpoint of {path} verifies ({found}); nothing was copied")

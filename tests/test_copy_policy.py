@@ -79,3 +79,23 @@ def test_a_checkpoint_copied_without_its_training_state_still_copies(trained: Pa
     os.truncate(newest / "model.pt", 10)  # a damaged policy is never copied
     line = error_line(llm_gym("copy-policy", str(newest), str(tmp_path / "again")))
     assert "model.pt has 10 bytes" in line and not (tmp_path / "again").exists()
+
+
+@pytest.mark.parametrize(
+    ("agent", "settings", "files"),
+    [
+        ("ppo_lora", {}, ("training.pt",)),
+        ("nanogpt_ppo", {}, ("training.pt",)),
+        ("sft", {}, ("sft_training.pt",)),
+        ("curriculum", {"base": "nanogpt_ppo"}, ("training.pt",)),  # the base learner's checkpoints, its files
+        ("reflection", {}, ()),
+        ("random", {}, ()),
+    ],
+)
+def test_each_agent_names_the_files_only_its_resume_reads(agent: str, settings: dict, files: tuple) -> None:
+    # copy-policy leaves out what the run's agent names here (plus the shared envs.pkl / tasks.json); a plugin
+    # agent names its own by overriding Agent.resume_only_files.
+    from llm_gym.plugins import get_agent
+
+    agent_cls = get_agent(agent)
+    assert agent_cls(agent_cls.Config(**settings)).resume_only_files() == files

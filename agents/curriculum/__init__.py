@@ -40,6 +40,12 @@ class CurriculumAgent(Agent):
 
         return base_agent(self.config).policy(env, checkpoint)
 
+    def resume_only_files(self) -> tuple[str, ...]:
+        """The base learner's (the sampler's state is in the shared ``tasks.json``)."""
+        from llm_gym.agents.curriculum.train import base_agent
+
+        return base_agent(self.config).resume_only_files()
+
 
 @llm_gym.hookimpl
 def register_agents(register) -> None:

@@ -10,6 +10,7 @@ import torch
 
 import llm_gym
 from llm_gym.agent import Agent, EnvConfig, Policy
+from llm_gym.agents.nanogpt_ppo.checkpoint import TRAINING_FILE
 from llm_gym.agents.nanogpt_ppo.config import NanoGPTPPOConfig
 from llm_gym.agents.nanogpt_ppo.model import NanoGPTActorCritic
 from llm_gym.agents.nanogpt_ppo.policy import NanoGPTPolicy, env_for, load_network, network_shape
@@ -46,6 +47,10 @@ class NanoGPTPPOAgent(Agent):
             torch.manual_seed(self.config.seed)
             model = NanoGPTActorCritic(network_shape(self.config, trained_env)).to(device)
         return NanoGPTPolicy(model, deterministic=True, env_kwargs=trained_env.kwargs)
+
+    def resume_only_files(self) -> tuple[str, ...]:
+        """``training.pt``: the optimiser, RNG states, counters and rollout buffer position."""
+        return (TRAINING_FILE,)
 
 
 def playing_device(device: str) -> str:

@@ -42,6 +42,12 @@ class PPOLoRAAgent(Agent):
 
         return checkpoint_policy(self.config, env, checkpoint)
 
+    def resume_only_files(self) -> tuple[str, ...]:
+        """``training.pt``: the optimiser, scheduler, RNG states and counters."""
+        from llm_gym.agents.ppo_lora.checkpoint import TRAINING_FILE
+
+        return (TRAINING_FILE,)
+
 
 @llm_gym.hookimpl
 def register_agents(register) -> None:

@@ -42,6 +42,12 @@ class SFTAgent(Agent):
 
         return checkpoint_policy(self.config.as_ppo_lora(), env, checkpoint)
 
+    def resume_only_files(self) -> tuple[str, ...]:
+        """``sft_training.pt``: the optimiser, scheduler, RNG states and the epoch's position."""
+        from llm_gym.agents.sft.train import STATE_FILE
+
+        return (STATE_FILE,)
+
 
 @llm_gym.hookimpl
 def register_agents(register) -> None:
