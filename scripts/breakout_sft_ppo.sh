@@ -19,6 +19,7 @@ SFT_EPOCHS=${SFT_EPOCHS:-3}
 SFT_LR=${SFT_LR:-1e-3}         # 2 epochs at the config default 5e-4 reached 7.9 points, 3 at 1e-3 39.9 (docs/results/breakout_sft.md)
 PPO_STEPS=${PPO_STEPS:-40960}    # the measured run: 40,960 env steps (docs/results/breakout_sft.md)
 PPO_LR=${PPO_LR:-5e-5}
+VALUE_WARMUP=${VALUE_WARMUP:-0}  # PPO updates that fit the value head alone first (0: the measured run; 16: the next to try)
 NUM_ENVS=${NUM_ENVS:-64}
 NUM_STEPS=${NUM_STEPS:-16}
 EVAL_GAMES=${EVAL_GAMES:-8}
@@ -53,6 +54,7 @@ mkdir -p "$OUT"
 [ -f "$OUT/ppo/summary.json" ] || "$LLM_GYM" train --agent ppo_lora --env $ENV --seed "$SEED" \
     --set init_adapter="$OUT/sft/checkpoints/best" --set total_steps="$PPO_STEPS" --set num_envs="$NUM_ENVS" \
     --set num_steps="$NUM_STEPS" --set learning_rate="$PPO_LR" --set kl_coef=0 --set entropy_coef=0 \
+    --set value_warmup_updates="$VALUE_WARMUP" \
     --set checkpoint_every=8192 --set eval_episodes=0 --set video=false --set progress=false --run-dir "$OUT/ppo"
 "$LLM_GYM" play --checkpoint "$OUT/ppo" --env $ENV "${FIRE[@]}" "${EVAL[@]}" > "$OUT/eval_ppo_last.json"
 

@@ -86,6 +86,11 @@ class SFTConfig(LocalLMConfig):
     head is not trained (it stays at its initialisation, as in a fresh ppo_lora run)."""
     reward_scale: float = training_only(1.0)
     """Returns-to-go are multiplied by this for the value warm-up: set it to the ppo_lora run's reward_scale."""
+    value_gamma: float = training_only(1.0)
+    """Discount per env step of the value warm-up's targets: 1 takes each demo's return_to_go (undiscounted, to
+    its episode's end); set it to the ppo_lora run's gamma (0.99) so the warmed value head predicts the discounted
+    returns PPO's does. On Atari PPO's training episodes end at a life loss: record the demos with --env-arg
+    terminal_on_life_loss=true to match that too. Needs played episodes (not a demo tree's expected values)."""
 
     # -- evaluation and checkpoints ----------------------------------------------------------------------------
     eval_every: int = training_only(1)
@@ -117,6 +122,8 @@ class SFTConfig(LocalLMConfig):
             raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
         if self.choice_target not in ("answer", "best"):
             raise ValueError(f"choice_target must be answer or best, got {self.choice_target!r}")
+        if not 0.0 < self.value_gamma <= 1.0:
+            raise ValueError(f"value_gamma must be in (0, 1], got {self.value_gamma}")
         if self.choice_loss_coef < 0:
             raise ValueError(f"choice_loss_coef must be >= 0, got {self.choice_loss_coef}")
         for name in (

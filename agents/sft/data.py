@@ -27,7 +27,8 @@ class DemoExample:
     uses_prefix: bool
     """The prompt starts with the model's cached system-prompt prefix (false for a demo with another system text)."""
     return_to_go: float
-    """The demonstrator's return from this decision to the end of its episode."""
+    """The value head's target: the demonstrator's return from this decision to the end of its episode
+    (discounted where ``value_gamma`` < 1, :func:`value_targets`)."""
     episode: str
     """Which demo episode it belongs to (the unit of the train/validation split)."""
     choices: tuple[tuple[int, ...], ...] = ()
@@ -61,6 +62,36 @@ def load_records(path: str, env_id: str, max_demos: int = 0) -> list[DemoRecord]
     return records
 
 
+def value_targets(records: Sequence[DemoRecord], gamma: float, path: str = "the demos file") -> list[float]:
+    """Each decision's value target: its ``return_to_go`` (``gamma`` 1), or its return to the end of its episode
+    discounted by ``gamma`` per env step, what PPO's value head learns. The rewards between two lines of an
+    episode (the difference of their ``return_to_go``: a decision whose action had no name has no line) count at
+    the first one's step, so with a line for every step this is exactly sum_k gamma^k r_(t+k)."""
+    if gamma == 1.0:
+        return [float(r.return_to_go or 0.0) for r in records]
+    walked = sum(1 for r in records if "walk" in (r.source or {}))
+    if walked:
+        raise ConfigError(
+            f"value_gamma={gamma} needs played episodes, but {walked} lines of {path} come from a demo tree (their "
+            "return_to_go is an expected value, not a sum of rewards along steps); set value_gamma=1"
+        )
+    episodes: dict[str, list[int]] = {}
+    for i, record in enumerate(records):
+        episodes.setdefault(episode_key(record), []).append(i)
+    targets = [0.0] * len(records)
+    for index in episodes.values():
+        later: tuple[int, float, float] | None = None  # the next line's (step, return_to_go, target)
+        for i in sorted(index, key=lambda i: records[i].step, reverse=True):
+            step, to_go = records[i].step, float(records[i].return_to_go or 0.0)
+            if later is None:
+                target = to_go
+            else:
+                later_step, later_to_go, later_target = later
+                target = (to_go - later_to_go) + gamma ** (later_step - step) * later_target
+            targets[i], later = target, (step, to_go, target)
+    return targets
+
+
 def episode_key(record: DemoRecord) -> str:
     return f"{record.env_id}|{record.seed}|{record.episode}|{record.task_id}"
 
@@ -89,7 +120,8 @@ class DemoEncoder:
         self.builder, self.with_end = builder, with_end
         self._others: dict[str, PromptBuilder] = {}
 
-    def encode(self, record: DemoRecord) -> DemoExample:
+    def encode(self, record: DemoRecord, value_target: float | None = None) -> DemoExample:
+        """``record`` encoded; ``value_target`` replaces its ``return_to_go`` as the value head's target."""
         system, turns, user, answer = _messages(record)
         builder = self.builder if system == self.builder.instructions else self._other(system)
         prompt = builder.encode([user], [turns])[0]
@@ -100,7 +132,13 @@ class DemoEncoder:
         values = record.choice_values
         best = tuple(i for i, v in enumerate(values) if v >= max(values) - 1e-9) if values else ()
         return DemoExample(
-            encoded, uses_prefix, float(record.return_to_go or 0.0), episode_key(record), choices, index, best
+            encoded,
+            uses_prefix,
+            float(record.return_to_go or 0.0) if value_target is None else value_target,
+            episode_key(record),
+            choices,
+            index,
+            best,
         )
 
     def _other(self, system: str) -> PromptBuilder:

@@ -26,7 +26,7 @@ from llm_gym.agents.ppo_lora.model import VALUE_HEAD_FILE, ActorCritic
 from llm_gym.agents.ppo_lora.train import evaluate, initial_actor_critic
 from llm_gym.agents.ppo_lora.update import padded_hidden
 from llm_gym.agents.sft.config import SFTConfig
-from llm_gym.agents.sft.data import DemoEncoder, DemoExample, load_records, split_episodes
+from llm_gym.agents.sft.data import DemoEncoder, DemoExample, load_records, split_episodes, value_targets
 from llm_gym.agents.sft.report import EvaluationRecord, print_report, write_plot
 from llm_gym.callbacks import Callback
 from llm_gym.demos.format import DemoRecord
@@ -154,8 +154,13 @@ def train(config: SFTConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callb
     with_choices = config.choice_loss_coef > 0
     if with_choices:
         _check_choices(config.demos, train_records + val_records, config.action_mode, config.choice_target)
-    train_data = Batches(ac, [encoder.encode(r) for r in train_records], config.batch_size, with_choices)
-    val_data = Batches(ac, [encoder.encode(r) for r in val_records], config.batch_size, with_choices)
+
+    def batches(part: list[DemoRecord]) -> Batches:  # whole episodes per split, so each part's targets are complete
+        targets = value_targets(part, config.value_gamma, config.demos)
+        return Batches(ac, [encoder.encode(r, t) for r, t in zip(part, targets, strict=True)], config.batch_size,
+                       with_choices)  # fmt: skip
+
+    train_data, val_data = batches(train_records), batches(val_records)
     params = ac.trainable_parameters()
     optimizer = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=config.weight_decay)
     steps_per_epoch = math.ceil(len(train_data) / config.batch_size)
