@@ -134,6 +134,20 @@ def ppo_update(
     return {**{key: value / max(steps, 1) for key, value in sums.items()}, "epochs": float(epochs)}
 
 
+def value_features(ac: ActorCritic, flat: dict[str, list], size: int) -> torch.Tensor:
+    """What the value head reads for each stored decision (the last prompt position's hidden state with the current
+    adapter), computed in passes of ``size`` without gradients."""
+    features = []
+    with torch.no_grad():
+        for lo in range(0, len(flat["prompts"]), size):
+            index = list(range(lo, min(lo + size, len(flat["prompts"]))))
+            batch = ac.pack(*([flat[key][i] for i in index] for key in ("prompts", "uses_prefix", "continuations")))
+            hidden = padded_hidden([flat["hidden"][i] for i in index], batch.input_ids.shape[1])
+            out, _ = ac.top(hidden.to(ac.device), batch, "rollout")
+            features.append(out.last_hidden.float())
+    return torch.cat(features)
+
+
 def value_warmup_update(
     ac: ActorCritic,
     optimizer: torch.optim.Optimizer,
@@ -149,15 +163,7 @@ def value_warmup_update(
     Every minibatch is used, not ``max_minibatches`` of them: a step costs one linear layer."""
     flat = _flatten(rollout)
     samples, size = len(flat["prompts"]), config.minibatch_size
-    features = []
-    with torch.no_grad():
-        for lo in range(0, samples, size):
-            index = list(range(lo, min(lo + size, samples)))
-            batch = ac.pack(*([flat[key][i] for i in index] for key in ("prompts", "uses_prefix", "continuations")))
-            hidden = padded_hidden([flat["hidden"][i] for i in index], batch.input_ids.shape[1])
-            out, _ = ac.top(hidden.to(ac.device), batch, "rollout")
-            features.append(out.last_hidden.float())
-    inputs, targets = torch.cat(features), returns.flatten().to(ac.device)
+    inputs, targets = value_features(ac, flat, size), returns.flatten().to(ac.device)
     head = list(ac.value_head.parameters())
     sums: dict[str, float] = defaultdict(float)
     steps = 0
