@@ -52,8 +52,8 @@ def main() -> None:
     parser.add_argument("--num-envs", type=int, default=8)
     parser.add_argument("--num-steps", type=int, default=32)
     parser.add_argument("--trainable-layers", type=int, default=4)
-    parser.add_argument("--epochs", default="2,8,32", help="passes over the rollout per warm-up update")
-    parser.add_argument("--lrs", default="2e-4,1e-3", help="learning rates")
+    parser.add_argument("--epochs", default="2,8,32,128", help="passes over the rollout per warm-up update")
+    parser.add_argument("--lrs", default="2e-4,1e-3,5e-3", help="learning rates")
     parser.add_argument("--threads", type=int, default=0)
     args = parser.parse_args()
     config = PPOLoRAConfig(
@@ -95,12 +95,9 @@ def main() -> None:
     for lr in (float(x) for x in args.lrs.split(",")):
         for epochs in (int(x) for x in args.epochs.split(",")):
             ac.value_head.load_state_dict(start_head)
-            optimizer = torch.optim.AdamW(ac.value_head.parameters(), lr=lr, weight_decay=0.0)
             tick = time.perf_counter()
-            value_warmup_update(
-                ac, optimizer, fitted, targets[0], dataclasses.replace(config, update_epochs=epochs),
-                torch.Generator().manual_seed(0),
-            )  # fmt: skip
+            settings = dataclasses.replace(config, value_warmup_epochs=epochs, value_warmup_learning_rate=lr)
+            value_warmup_update(ac, fitted, targets[0], settings, torch.Generator().manual_seed(0))
             row = {"head": "warm-up", "learning_rate": lr, "epochs": epochs, **evs()}
             row["seconds"] = time.perf_counter() - tick
             rows.append(row)

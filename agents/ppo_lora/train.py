@@ -130,7 +130,8 @@ def train(
     ac = initial_actor_critic(config, traits.instructions, resume)
     params = ac.trainable_parameters()
     optimizer = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=config.weight_decay)
-    total_updates = max(1, math.ceil(config.total_steps / config.rollout_size))
+    # The schedule is over the updates that train the policy: value warm-up updates neither count nor step it.
+    total_updates = max(1, math.ceil(config.total_steps / config.rollout_size) - config.value_warmup_updates)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_factor(config, total_updates))
     generator = torch.Generator().manual_seed(config.seed)
     vector_env = make_vector_env(
@@ -194,12 +195,12 @@ def train(
             # -- PPO update ----------------------------------------------------------------------------------
             warming = counters.update < config.value_warmup_updates  # the value head alone, the policy as it is
             if warming:
-                metrics = value_warmup_update(ac, optimizer, rollout, returns, config, generator)
+                metrics = value_warmup_update(ac, rollout, returns, config, generator)
             else:
                 metrics = ppo_update(
                     ac, strategy, optimizer, rollout, advantages, returns, config, generator, counters.kl_coef
                 )
-            scheduler.step()
+                scheduler.step()
             if engine is not None and not warming:  # the next rollout acts with this update's adapter, never older
                 engine.sync(ac)
             if config.kl_target > 0 and not warming:  # Ziegler et al. 2019: proportional control of the KL coefficient

@@ -149,37 +149,36 @@ def value_features(ac: ActorCritic, flat: dict[str, list], size: int) -> torch.T
 
 
 def value_warmup_update(
-    ac: ActorCritic,
-    optimizer: torch.optim.Optimizer,
-    rollout: Rollout,
-    returns: torch.Tensor,
-    config: PPOLoRAConfig,
-    generator: torch.Generator,
+    ac: ActorCritic, rollout: Rollout, returns: torch.Tensor, config: PPOLoRAConfig, generator: torch.Generator
 ) -> dict[str, float]:
     """Fit the value head alone to the rollout's ``returns`` (``value_warmup_updates``): the trainable layers run
-    once, without gradients (the adapter does not move, so their output is the same in every epoch), then
-    ``update_epochs`` shuffled passes of ``minibatch_size``-decision optimizer steps on the head's squared error.
-    Unclipped: the clip keeps the value near the rollout's for the policy's sake, and here only the value moves.
-    Every minibatch is used, not ``max_minibatches`` of them: a step costs one linear layer."""
+    once, without gradients (the adapter does not move, so their output is the same in every pass), then
+    ``value_warmup_epochs`` shuffled passes of ``minibatch_size``-decision Adam steps at
+    ``value_warmup_learning_rate`` on the head's squared error, with an optimizer of its own (so a resume needs no
+    state of it). Unclipped: the clip keeps the value near the rollout's for the policy's sake, and here only the
+    value moves. Every minibatch is used, not ``max_minibatches`` of them: a step costs one linear layer."""
     flat = _flatten(rollout)
     samples, size = len(flat["prompts"]), config.minibatch_size
     inputs, targets = value_features(ac, flat, size), returns.flatten().to(ac.device)
     head = list(ac.value_head.parameters())
+    optimizer = torch.optim.Adam(head, lr=config.value_warmup_learning_rate)
     sums: dict[str, float] = defaultdict(float)
     steps = 0
-    for _ in range(config.update_epochs):
+    for epoch in range(config.value_warmup_epochs):
         order = torch.randperm(samples, generator=generator).tolist()
         for lo in range(0, samples, size):
             index = order[lo : lo + size]
-            optimizer.zero_grad(set_to_none=True)  # only the head gets a gradient, so only the head steps
+            optimizer.zero_grad(set_to_none=True)
             value_loss = 0.5 * ((ac.value_head(inputs[index]).squeeze(-1) - targets[index]) ** 2).mean()
             (config.value_coef * value_loss).backward()
             sums["grad_norm"] += float(torch.nn.utils.clip_grad_norm_(head, config.max_grad_norm))
-            sums["value_loss"] += float(value_loss.detach())
+            # The first pass's loss is the head's error on returns it has not fitted yet; the last, after fitting.
+            for name, wanted in (("value_loss", 0), ("value_loss_fitted", config.value_warmup_epochs - 1)):
+                if epoch == wanted:
+                    sums[name] += float(value_loss.detach()) * len(index) / samples
             optimizer.step()
             steps += 1
-    optimizer.zero_grad(set_to_none=True)
-    return {**{key: value / max(steps, 1) for key, value in sums.items()}, "epochs": float(config.update_epochs),
+    return {**sums, "grad_norm": sums["grad_norm"] / max(steps, 1), "epochs": float(config.value_warmup_epochs),
             "value_warmup": 1.0}  # fmt: skip
 
 

@@ -160,14 +160,17 @@ def test_checkpoint_is_a_plain_peft_adapter(tmp_path: Path, tiny_model_dir: Path
 def test_a_value_warmup_fits_the_value_and_leaves_the_policy(tmp_path: Path, tiny_model_dir: Path) -> None:
     from llm_gym.curves import read_scalars
 
-    # Six updates, all of them warm-up: the value head learns the bandit's mean reward under the fixed policy,
-    # and the policy plays with exactly the probabilities it started with.
-    config = _config(tiny_model_dir, total_steps=6 * 32, value_warmup_updates=6, learning_rate=3e-2)
+    # Six updates, all of them warm-up: each fits the value head to its rollout's returns, and the policy plays with
+    # exactly the probabilities it started with. (Whether the fit carries over to the next rollout depends on the
+    # features and the rollout's size: benchmarks/value_warmup.py measures that on Breakout.)
+    config = _config(tiny_model_dir, total_steps=6 * 32, value_warmup_updates=6, value_warmup_epochs=16)
     before = _blue_probability(PPOLoRAAgent(config).policy(EnvConfig("TestColourBandit-v0")))
     summary, run = _train(tmp_path, "TestColourBandit-v0", config)
     after = _blue_probability(
         PPOLoRAAgent(config).policy(EnvConfig("TestColourBandit-v0"), Path(summary["checkpoint"]))
     )
     assert after == pytest.approx(before, abs=1e-6)
-    losses = read_scalars(run.path)["losses/value_loss"][1]
-    assert len(losses) == 6 and losses[-1] < 0.5 * losses[0], losses
+    scalars = read_scalars(run.path)
+    unfitted, fitted = scalars["losses/value_loss"][1], scalars["losses/value_loss_fitted"][1]
+    assert len(unfitted) == 6 and (fitted < unfitted).all(), (unfitted, fitted)
+    assert scalars["losses/epochs"][1].tolist() == [16.0] * 6
