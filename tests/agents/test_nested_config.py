@@ -82,7 +82,7 @@ def test_play_refuses_training_only_and_held_keys_of_base_config(run_dir: Path) 
     line = error_line(invoke("play", "--checkpoint", str(run_dir), "--set", "base=nanogpt_ppo", *PLAY))
     assert "trained with base='ppo_lora', which its checkpoint holds" in line
     line = error_line(play('{"learnin_rate": 0.1}'))
-    assert "unknown key 'learnin_rate' for PPOLoRAConfig; did you mean learning_rate?" in line
+    assert "unknown key 'learnin_rate' for PPOLoRAConfig; did you mean learning_rate" in line
     # A speed-only key of the base learner plays (the rest of the saved base_config stays).
     played = play('{"threads": 2}')
     assert played.exit_code == 0, played.output
