@@ -218,7 +218,10 @@ def train(
             scalars.update(
                 {
                     "losses/explained_variance": explained_variance(arrays["values"].flatten(), returns.flatten()),
-                    "charts/learning_rate": optimizer.param_groups[0]["lr"],
+                    # During the warm-up the warm-up's own lr (the policy optimizer's is unused until it ends).
+                    "charts/learning_rate": config.value_warmup_learning_rate
+                    if warming
+                    else optimizer.param_groups[0]["lr"],
                     "charts/kl_coef": counters.kl_coef,
                     "charts/invalid_action_rate": rollout.invalid / config.rollout_size,
                     "charts/raw_reward_per_1k_steps": 1000 * rollout.raw_reward / config.rollout_size,

@@ -110,3 +110,5 @@ def test_the_value_warmup_moves_the_value_head_alone_then_ppo_takes_over(tmp_pat
     kl_steps, kl_coefs = scalars["charts/kl_coef"]
     assert kl_coefs[:2].tolist() == pytest.approx([0.05, 0.05])
     assert kl_coefs[2] != pytest.approx(0.05)
+    # The logged learning rate is the warm-up's own while it lasts.
+    assert scalars["charts/learning_rate"][1][:2].tolist() == pytest.approx([config.value_warmup_learning_rate] * 2)
