@@ -34,7 +34,7 @@ from llm_gym.agents.ppo_lora.acting import Decisions, strategy_for
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.rollout import Rollout, collect
-from llm_gym.agents.ppo_lora.update import _flatten, padded_hidden, ppo_update
+from llm_gym.agents.ppo_lora.update import _flatten, ppo_update, stored_batch
 from llm_gym.envs.protocol import EnvTraits
 from llm_gym.lm.runtime import configure_threads
 from llm_gym.lm.scoring import categorical_logprobs
@@ -72,9 +72,8 @@ def policy_logprobs(ac: ActorCritic, flat: dict[str, list]) -> list[torch.Tensor
     out = []
     for start in range(0, len(flat["prompts"]), 64):
         index = list(range(start, min(start + 64, len(flat["prompts"]))))
-        batch = ac.pack(*([flat[k][i] for i in index] for k in ("prompts", "uses_prefix", "continuations")))
-        hidden = padded_hidden([flat["hidden"][i] for i in index], batch.input_ids.shape[1])
-        result, _ = ac.top(hidden.to(ac.device), batch, "rollout")
+        batch, hidden = stored_batch(ac, flat, index)
+        result, _ = ac.top(hidden, batch, "rollout")
         logp = categorical_logprobs(result.seq_logprobs, batch.seq_row, len(index)).cpu()
         out += [logp[row, : len(flat["continuations"][i])] for row, i in enumerate(index)]
     return out

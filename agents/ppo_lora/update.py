@@ -19,6 +19,7 @@ from llm_gym.agents.ppo_lora.acting import Forward, Stored, Strategy
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.rollout import Rollout
+from llm_gym.lm.packing import PackedBatch
 from llm_gym.rl import PPOLosses
 
 STORED = ("choice", "logprob", "token_logprobs", "reference")
@@ -45,6 +46,13 @@ def padded_hidden(rows: list[torch.Tensor], width: int) -> torch.Tensor:
     for i, row in enumerate(rows):
         out[i, : row.shape[0]] = row
     return out
+
+
+def stored_batch(ac: ActorCritic, flat: dict[str, list], index: list[int]) -> tuple[PackedBatch, torch.Tensor]:
+    """The packed batch of the stored decisions ``index`` and their frozen-layer output, padded to its width (on
+    the model's device): what the trainable layers re-run on."""
+    batch = ac.pack(*([flat[key][i] for i in index] for key in ("prompts", "uses_prefix", "continuations")))
+    return batch, padded_hidden([flat["hidden"][i] for i in index], batch.input_ids.shape[1]).to(ac.device)
 
 
 def normalize_advantages(advantages: torch.Tensor) -> torch.Tensor:
@@ -140,10 +148,8 @@ def value_features(ac: ActorCritic, flat: dict[str, list], size: int) -> torch.T
     features = []
     with torch.no_grad():
         for lo in range(0, len(flat["prompts"]), size):
-            index = list(range(lo, min(lo + size, len(flat["prompts"]))))
-            batch = ac.pack(*([flat[key][i] for i in index] for key in ("prompts", "uses_prefix", "continuations")))
-            hidden = padded_hidden([flat["hidden"][i] for i in index], batch.input_ids.shape[1])
-            out, _ = ac.top(hidden.to(ac.device), batch, "rollout")
+            batch, hidden = stored_batch(ac, flat, list(range(lo, min(lo + size, len(flat["prompts"])))))
+            out, _ = ac.top(hidden, batch, "rollout")
             features.append(out.last_hidden.float())
     return torch.cat(features)
 
@@ -173,9 +179,10 @@ def value_warmup_update(
             (config.value_coef * value_loss).backward()
             sums["grad_norm"] += float(torch.nn.utils.clip_grad_norm_(head, config.max_grad_norm))
             # The first pass's loss is the head's error on returns it has not fitted yet; the last, after fitting.
-            for name, wanted in (("value_loss", 0), ("value_loss_fitted", config.value_warmup_epochs - 1)):
-                if epoch == wanted:
-                    sums[name] += float(value_loss.detach()) * len(index) / samples
+            if epoch == 0:
+                sums["value_loss"] += float(value_loss.detach()) * len(index) / samples
+            if epoch == config.value_warmup_epochs - 1:
+                sums["value_loss_fitted"] += float(value_loss.detach()) * len(index) / samples
             optimizer.step()
             steps += 1
     return {**sums, "grad_norm": sums["grad_norm"] / max(steps, 1), "epochs": float(config.value_warmup_epochs),
@@ -195,13 +202,8 @@ def _chunk_loss(
 ) -> tuple[PPOLosses, torch.Tensor, torch.Tensor]:
     """The strategy's losses of the decisions ``index`` (with their already normalised ``advantages``), the KL to
     the reference, and the weighted loss."""
-    batch = ac.pack(
-        [flat["prompts"][i] for i in index],
-        [flat["uses_prefix"][i] for i in index],
-        [flat["continuations"][i] for i in index],
-    )
-    hidden = padded_hidden([flat["hidden"][i] for i in index], batch.input_ids.shape[1])
-    out, values = ac.top(hidden.to(ac.device), batch, "train")
+    batch, hidden = stored_batch(ac, flat, index)
+    out, values = ac.top(hidden, batch, "train")
     targets = [advantages.to(values.device), *(t[index].to(values.device) for t in (returns, old_values))]
     stored = Stored(*([flat[k][i] for i in index] for k in STORED), *targets)
     losses, kl = strategy.losses(Forward(out, values, batch), stored, config)
