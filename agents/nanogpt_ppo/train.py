@@ -107,6 +107,7 @@ def train(
                 group["lr"] = lr
             step_before = counters.global_step
             finished_returns: list[float] = []
+            finished_raw_returns: list[float] = []
             finished_lengths: list[int] = []
 
             # -- rollout: N envs in lockstep, one batched forward pass per step ----------------------------------
@@ -146,6 +147,7 @@ def train(
                 life_lost = (now_lives < loop.lives) & ~ended if cfg.life_loss_terminal else np.zeros(n, dtype=bool)
                 for episode in result.finished:
                     finished_returns.append(episode.stats.episode_return)
+                    finished_raw_returns.append(episode.stats.raw_return)
                     finished_lengths.append(episode.stats.length)
                 loop.lives = now_lives
                 loop.next_done = torch.as_tensor(ended | life_lost, dtype=torch.float32)
@@ -217,6 +219,8 @@ def train(
             }
             if finished_returns:
                 metrics["charts/episodic_return"] = float(np.mean(finished_returns))
+                # The game's own points: with reward shaping the return above includes the shaping terms.
+                metrics["charts/episodic_raw_return"] = float(np.mean(finished_raw_returns))
                 metrics["charts/episodic_length"] = float(np.mean(finished_lengths))
             run.log_scalars(counters.global_step, {k: v for k, v in metrics.items() if not math.isnan(v)})
             stopped = update_done(callbacks, counters, metrics)

@@ -76,6 +76,29 @@ def test_smoke_train_on_breakout_ascii_writes_a_playable_run(tmp_path: Path) -> 
     assert episode.length == 30
 
 
+class MetricsRecorder(Callback):
+    def __init__(self) -> None:
+        self.metrics: list[dict[str, float]] = []
+
+    def on_update(self, step: int, metrics: Any) -> None:
+        self.metrics.append(dict(metrics))
+
+
+def test_training_logs_the_games_own_points_beside_the_shaped_return(tmp_path: Path) -> None:
+    config = NanoGPTPPOConfig(total_steps=512, eval_every=0, checkpoint_every=0, **TINY)
+    run = make_run(tmp_path, "LLMBreakout-ascii-v0", config)
+    recorder = MetricsRecorder()
+    env = EnvConfig("LLMBreakout-ascii-v0", {"reward_shaping": 1.0})
+    NanoGPTPPOAgent(config).train(env, run, [recorder])
+    run.close()
+
+    logged = [m for m in recorder.metrics if "charts/episodic_return" in m]
+    assert logged, "no training episode (one life each) ended in 512 steps"
+    assert all(m["charts/episodic_raw_return"] >= 0 for m in logged)  # Breakout's points: never negative
+    # Potential-based shaping adds -coef * phi(first state) >= 0 (phi <= 0) and discount terms: never the same.
+    assert any(m["charts/episodic_return"] != m["charts/episodic_raw_return"] for m in logged)
+
+
 def test_resume_continues_exactly_where_a_stopped_run_left_off(tmp_path: Path) -> None:
     config = NanoGPTPPOConfig(total_steps=256, eval_every=0, checkpoint_every=0, **TINY)
     env = EnvConfig("LLMBreakout-ascii-v0")
