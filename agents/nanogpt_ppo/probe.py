@@ -6,11 +6,11 @@ grids of games played by a fixed behaviour (the ball tracker, half of its steps 
 action, so the paddle is found at every offset from the ball), FIRE on reset, seeds of their own. For each network
 a ridge regression from the features the heads read (the query position's final hidden state) to the ball's
 column, the paddle's centre and the signed offset between them is fitted on the games of the first envs and scored
-(R^2) on the others, with the sign of the offset (ball left / right of the paddle, where it is not over it) as a
-linear classifier's accuracy. Beside them: how often the network's own greedy action moves the paddle toward the
-ball where the ball is not over it.
+(R^2) on the others, with the sign of the offset (ball left / right of the paddle, where it is at least a paddle's
+width beside it) as a linear classifier's accuracy. Beside them: how often the network's own greedy action moves the
+paddle toward the ball there.
 
-    python -m llm_gym.agents.nanogpt_ppo.probe RUN/checkpoints/step_N [...] [--random-init SEED] [--steps 4000]
+    python -m llm_gym.agents.nanogpt_ppo.probe RUN/checkpoints/step_N [...] [--random-init SEED] [--steps 8000]
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from llm_gym.agent import EnvConfig
 from llm_gym.agents.nanogpt_ppo.model import NanoGPTActorCritic
 from llm_gym.agents.nanogpt_ppo.policy import load_network
 from llm_gym.agents.nanogpt_ppo.tokenizer import CharTokenizer
+from llm_gym.envs.atari.breakout import PADDLE_WIDTH
+from llm_gym.errors import CheckpointError
 
 ENV_ID = "LLMBreakout-ascii-v0"
 PROBE_SEED = 300_000_000
@@ -43,8 +45,6 @@ class Observations:
     env_index: np.ndarray
     ball_x: np.ndarray
     paddle_centre: np.ndarray
-    over_paddle: np.ndarray
-    """The ball is above the paddle already (the tracker's NOOP zone): no direction is right there."""
     action_names: tuple[str, ...]
 
 
@@ -57,7 +57,7 @@ class ProbeResult:
     side_accuracy: float
     """Ball left or right of the paddle, read linearly from the features (0.5 is chance)."""
     toward_ball: float
-    """Where the ball is left or right of the paddle: the share of greedy actions that move the paddle toward it."""
+    """Where the ball is a paddle's width or more beside the paddle: the share of greedy actions toward it."""
     action_share: dict[str, float]
 
 
@@ -66,7 +66,7 @@ def collect(steps: int, env_kwargs: dict, num_envs: int = 8, seed: int = PROBE_S
     rng = np.random.default_rng(seed)
     kwargs = {"fire_on_reset": True, **env_kwargs}
     envs = [EnvConfig(ENV_ID, kwargs).make() for _ in range(num_envs)]
-    texts, env_index, ball, paddle, over = [], [], [], [], []
+    texts, env_index, ball, paddle = [], [], [], []
     try:
         states = [env.reset(seed=seed + i) for i, env in enumerate(envs)]
         names = tuple(states[0][1]["action_names"])
@@ -82,7 +82,6 @@ def collect(steps: int, env_kwargs: dict, num_envs: int = 8, seed: int = PROBE_S
                     env_index.append(i)
                     ball.append(state.ball_x)
                     paddle.append(state.ball_x - game.paddle_offset(state))  # the offset is from the paddle's centre
-                    over.append(game.scripted_action(state) == "NOOP")
                     kept += 1
                 tracked = game.scripted_action(state)
                 action = names.index(tracked) if rng.random() < 0.5 else int(rng.integers(len(names)))
@@ -92,9 +91,7 @@ def collect(steps: int, env_kwargs: dict, num_envs: int = 8, seed: int = PROBE_S
     finally:
         for env in envs:
             env.close()
-    return Observations(
-        texts, np.array(env_index), np.array(ball, float), np.array(paddle, float), np.array(over), names
-    )
+    return Observations(texts, np.array(env_index), np.array(ball, float), np.array(paddle, float), names)
 
 
 @torch.inference_mode()
@@ -129,7 +126,7 @@ def probe(model: NanoGPTActorCritic, data: Observations, name: str, train_envs: 
     x, actions = features_and_actions(model, data.texts)
     train = data.env_index < train_envs
     offset = data.ball_x - data.paddle_centre
-    sided = ~data.over_paddle
+    sided = np.abs(offset) >= PADDLE_WIDTH  # clearly beside the paddle: one direction is right
     side = np.sign(offset)
     # A linear classifier of the side: ridge regression on +-1 targets, read by its sign.
     mean, std = x[train & sided].mean(0), x[train & sided].std(0) + 1e-8
@@ -166,19 +163,23 @@ def env_kwargs_of(checkpoint: Path) -> dict:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoints", nargs="+", type=Path, help="checkpoints/step_N (or best) directories")
-    parser.add_argument("--steps", type=int, default=4000, help="observations with the ball in play")
+    parser.add_argument("--steps", type=int, default=8000, help="observations with the ball in play")
     parser.add_argument("--random-init", type=int, action="append", default=[], help="also an untrained network")
     parser.add_argument("--json", type=Path, help="write the results here too")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    first = load_network(args.checkpoints[0])
+    try:
+        networks = [load_network(checkpoint) for checkpoint in args.checkpoints]
+    except CheckpointError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     data = collect(args.steps, env_kwargs_of(args.checkpoints[0]))
     results = []
     for seed in args.random_init:
         torch.manual_seed(seed)
-        results.append(probe(NanoGPTActorCritic(first.shape), data, f"random init {seed}"))
-    for checkpoint in args.checkpoints:
-        results.append(probe(load_network(checkpoint), data, str(checkpoint)))
+        results.append(probe(NanoGPTActorCritic(networks[0].shape), data, f"random init {seed}"))
+    for checkpoint, network in zip(args.checkpoints, networks, strict=True):
+        results.append(probe(network, data, str(checkpoint)))
     print(f"{len(data.texts)} observations ({ENV_ID}, seeds {PROBE_SEED}+); R^2 and accuracy on the last 2 of 8 games")
     print(f"{'network':60} {'ball':>6} {'paddle':>6} {'offset':>6} {'side':>5} {'toward':>6}  greedy actions")
     for r in results:
