@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from llm_gym.agent import EnvConfig
+from llm_gym.agent import EnvConfig, load_policy
 from llm_gym.agents.nanogpt_ppo.model import NanoGPTActorCritic
-from llm_gym.agents.nanogpt_ppo.policy import load_network
+from llm_gym.agents.nanogpt_ppo.policy import NanoGPTPolicy
 from llm_gym.agents.nanogpt_ppo.tokenizer import CharTokenizer
 from llm_gym.envs.atari.breakout import PADDLE_WIDTH
 from llm_gym.errors import CheckpointError
@@ -111,13 +111,17 @@ def features_and_actions(
     return np.concatenate(feats).astype(np.float64), np.concatenate(actions)
 
 
-def ridge_r2(x: np.ndarray, y: np.ndarray, train: np.ndarray, ridge: float = 1e-3) -> float:
-    """R^2 on the rows outside ``train`` of a ridge regression fitted on ``train`` (standardised features)."""
+def ridge_predict(x: np.ndarray, y: np.ndarray, train: np.ndarray, ridge: float = 1e-3) -> np.ndarray:
+    """Predictions for every row of a ridge regression fitted on the rows ``train`` (standardised features)."""
     mean, std = x[train].mean(0), x[train].std(0) + 1e-8
     z = np.c_[(x - mean) / std, np.ones(len(x))]
     a = z[train]
-    weights = np.linalg.solve(a.T @ a + ridge * len(a) * np.eye(a.shape[1]), a.T @ y[train])
-    residual = y[~train] - z[~train] @ weights
+    return z @ np.linalg.solve(a.T @ a + ridge * len(a) * np.eye(a.shape[1]), a.T @ y[train])
+
+
+def ridge_r2(x: np.ndarray, y: np.ndarray, train: np.ndarray, ridge: float = 1e-3) -> float:
+    """R^2 on the rows outside ``train`` of a ridge regression fitted on ``train`` (standardised features)."""
+    residual = y[~train] - ridge_predict(x, y, train, ridge)[~train]
     total = y[~train] - y[~train].mean()
     return float(1.0 - residual @ residual / max(total @ total, 1e-12))
 
@@ -129,12 +133,9 @@ def probe(model: NanoGPTActorCritic, data: Observations, name: str, train_envs: 
     sided = np.abs(offset) >= PADDLE_WIDTH  # clearly beside the paddle: one direction is right
     side = np.sign(offset)
     # A linear classifier of the side: ridge regression on +-1 targets, read by its sign.
-    mean, std = x[train & sided].mean(0), x[train & sided].std(0) + 1e-8
-    z = np.c_[(x - mean) / std, np.ones(len(x))]
-    a = z[train & sided]
-    weights = np.linalg.solve(a.T @ a + 1e-3 * len(a) * np.eye(a.shape[1]), a.T @ side[train & sided])
-    test = ~train & sided
-    side_accuracy = float(np.mean(np.sign(z[test] @ weights) == side[test]))
+    predicted_side = np.sign(ridge_predict(x[sided], side[sided], train[sided]))
+    test = ~train[sided]
+    side_accuracy = float(np.mean(predicted_side[test] == side[sided][test]))
     toward = {1.0: data.action_names.index("RIGHT"), -1.0: data.action_names.index("LEFT")}
     moves_toward = np.array([actions[i] == toward[side[i]] for i in np.flatnonzero(sided)])
     share = {n: float(np.mean(actions == k)) for k, n in enumerate(data.action_names)}
@@ -149,17 +150,6 @@ def probe(model: NanoGPTActorCritic, data: Observations, name: str, train_envs: 
     )
 
 
-def env_kwargs_of(checkpoint: Path) -> dict:
-    """The grid a checkpoint was trained on (its run's config), so the probe draws the grid it reads."""
-    for directory in (checkpoint, *checkpoint.parents):
-        config = directory / "config.json"
-        if config.is_file():
-            saved = json.loads(config.read_text()).get("config", {})
-            rows, cols = saved.get("grid_rows") or 12, saved.get("grid_cols") or 20
-            return {"rows": rows, "cols": cols}
-    return {"rows": 12, "cols": 20}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoints", nargs="+", type=Path, help="checkpoints/step_N (or best) directories")
@@ -169,11 +159,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     try:
-        networks = [load_network(checkpoint) for checkpoint in args.checkpoints]
+        policies = [load_policy(checkpoint)[0] for checkpoint in args.checkpoints]
     except CheckpointError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {exc}; pass a nanogpt_ppo run's checkpoints/step_N directory", file=sys.stderr)
         return 2
-    data = collect(args.steps, env_kwargs_of(args.checkpoints[0]))
+    if not all(isinstance(policy, NanoGPTPolicy) for policy in policies):
+        print("error: the probe reads nanogpt_ppo networks; pass checkpoints of nanogpt_ppo runs", file=sys.stderr)
+        return 2
+    networks = [policy.model for policy in policies]
+    # The first network's env arguments (its grid, a ball trail) draw what every network reads.
+    data = collect(args.steps, policies[0].env_kwargs)
     results = []
     for seed in args.random_init:
         torch.manual_seed(seed)

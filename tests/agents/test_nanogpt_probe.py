@@ -16,7 +16,9 @@ from llm_gym.agents.nanogpt_ppo.model import NanoGPTActorCritic
 from llm_gym.agents.nanogpt_ppo.policy import env_for, network_shape, save_network
 from llm_gym.agents.nanogpt_ppo.probe import ENV_ID, collect, main, ridge_r2
 from llm_gym.agents.nanogpt_ppo.testing import TINY_SETTINGS
+from llm_gym.config import to_dict
 from llm_gym.envs.atari.breakout import PADDLE_WIDTH
+from llm_gym.runs import Run
 
 
 def test_the_probe_games_keep_the_ball_in_play_and_put_the_paddle_on_both_sides_of_it() -> None:
@@ -42,10 +44,11 @@ def test_the_probe_runs_on_a_saved_network_and_an_untrained_one(tmp_path: Path, 
     env = env_for(config, EnvConfig(ENV_ID))
     torch.manual_seed(0)
     model = NanoGPTActorCritic(network_shape(config, env))
-    checkpoint = tmp_path / "run" / "checkpoints" / "step_1"
-    checkpoint.mkdir(parents=True)
-    save_network(model, checkpoint)
-    (tmp_path / "run" / "config.json").write_text(json.dumps({"config": {"grid_rows": 12, "grid_cols": 20}}))
+    run = Run.create(ENV_ID, "nanogpt_ppo", to_dict(config), path=tmp_path / "run")
+    with run.checkpoint(1) as directory:
+        save_network(model, directory)
+    run.close()
+    checkpoint = run.checkpoints_dir / "step_1"
 
     out = tmp_path / "probe.json"
     assert main([str(checkpoint), "--steps", "160", "--random-init", "0", "--json", str(out)]) == 0
