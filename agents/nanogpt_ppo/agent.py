@@ -24,7 +24,7 @@ class NanoGPTPPOAgent(Agent):
     description = "A small GPT over the observation's characters, trained from scratch with PPO (fast on a CPU)."
     Config = NanoGPTPPOConfig
     fixed_on_resume = ("preset", "grid_rows", "grid_cols", "context", "n_layer", "n_head", "n_embd", "mlp_ratio",
-                       "positions", "query_summary", "num_envs")  # fmt: skip
+                       "positions", "query_summary", "key_frequency_bias", "num_envs")  # fmt: skip
 
     config: NanoGPTPPOConfig
 

@@ -29,6 +29,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "mlp_ratio": 1,
         "positions": "absolute",
         "query_summary": False,
+        "key_frequency_bias": False,
         "num_envs": 1,
         "num_steps": 1024,
         "minibatch_size": 64,
@@ -54,6 +55,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "mlp_ratio": 4,
         "positions": "line_column",
         "query_summary": True,
+        "key_frequency_bias": False,
         "num_envs": 8,
         "num_steps": 128,
         "minibatch_size": 256,
@@ -112,6 +114,8 @@ class NanoGPTPPOConfig(AgentConfig):
 
     query_summary: bool | None = None
     """Give the query token the channel-wise max of the embeddings before it, so the heads see a rare character (the ball) from the start."""
+    key_frequency_bias: bool | None = None
+    """Lower each attention key's score by a learned multiple (from 1) of the log of how often its character occurs, so attention starts even over kinds of character rather than positions."""
 
     # -- rollouts ----------------------------------------------------------------------------------------------
     num_envs: int | None = training_only(None)
@@ -236,6 +240,7 @@ class NanoGPTSettings(NanoGPTPPOConfig):
     mlp_ratio: int = 1
     positions: Literal["absolute", "line_column"] = "absolute"
     query_summary: bool = False
+    key_frequency_bias: bool = False
     num_envs: int = training_only(1)
     num_steps: int = training_only(1)
     life_loss_terminal: bool = training_only(False)

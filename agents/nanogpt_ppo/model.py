@@ -17,6 +17,14 @@ Positions are either ``absolute`` (one learned vector per index, as nanoGPT) or 
 for the line a character is on plus one for its column, counted from the newlines in the text itself. On a
 character grid the second makes "the ball is in the paddle's column" a comparison of equal embeddings rather than
 something learnt separately for every pair of indices.
+
+``key_frequency_bias`` is the same problem seen from the keys' side: uniform attention weighs the kinds of
+character by how many of them there are, so the ~200 blanks of a grid drown the one ball and the three paddle
+characters, and the gradient that would turn a head toward the ball is scaled by its 1/250 share. With the option,
+each key's score is lowered by ``scale_h * log(n)``, where ``n`` counts the key's character among the positions the
+query can see (itself included) and ``scale_h`` is a learned number per head, starting at 1: attention then starts
+spread evenly over the *kinds* of character present (the ball gets as much weight as all the blanks together), and
+a head can learn back to plain attention (scale 0) if that serves better.
 """
 
 from __future__ import annotations
@@ -53,6 +61,8 @@ class GPTShape:
     """Add to the query token's input the channel-wise max over the embeddings before it (see the module doc)."""
     query_id: int = 2
     """Token id of the query token."""
+    key_frequency_bias: bool = False
+    """Lower each attention key's score by a learned multiple of the log of how often its character occurs (module doc)."""
 
     def __post_init__(self) -> None:
         if self.n_embd % self.n_head:
@@ -69,27 +79,49 @@ class CausalSelfAttention(nn.Module):
         self.n_head, self.n_embd = shape.n_head, shape.n_embd
         self.c_attn = nn.Linear(shape.n_embd, 3 * shape.n_embd)
         self.c_proj = nn.Linear(shape.n_embd, shape.n_embd)
+        # Per-head weight of the key-frequency bias (1 = attention starts even over kinds of character, 0 = plain).
+        self.frequency_scale = nn.Parameter(torch.ones(shape.n_head)) if shape.key_frequency_bias else None
 
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
         batch, length, _ = x.shape
         return x.view(batch, length, self.n_head, self.n_embd // self.n_head).transpose(1, 2)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Every position attends to itself and the positions before it."""
+    def _frequency_bias(self, log_counts: torch.Tensor) -> torch.Tensor:
+        """Additive attention scores (B, H, Q, T) from the keys' log-counts (B, Q, T)."""
+        assert self.frequency_scale is not None
+        return -self.frequency_scale[None, :, None, None] * log_counts[:, None].to(self.frequency_scale.dtype)
+
+    def forward(self, x: torch.Tensor, log_counts: torch.Tensor | None = None) -> torch.Tensor:
+        """Every position attends to itself and the positions before it; ``log_counts`` (B, T, T) is
+        :func:`key_log_counts` for every query position (needed with ``key_frequency_bias``)."""
         q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
-        y = F.scaled_dot_product_attention(self._heads(q), self._heads(k), self._heads(v), is_causal=True)
+        if self.frequency_scale is None:
+            y = F.scaled_dot_product_attention(self._heads(q), self._heads(k), self._heads(v), is_causal=True)
+        else:
+            assert log_counts is not None, "key_frequency_bias needs the keys' log-counts"
+            length = x.shape[1]
+            future = torch.ones(length, length, dtype=torch.bool, device=x.device).triu(1)
+            bias = self._frequency_bias(log_counts).masked_fill(future, float("-inf"))
+            y = F.scaled_dot_product_attention(self._heads(q), self._heads(k), self._heads(v), attn_mask=bias)
         return self.c_proj(y.transpose(1, 2).reshape(x.shape))
 
-    def read_out(self, x: torch.Tensor, x_query: torch.Tensor, query_index: torch.Tensor) -> torch.Tensor:
-        """The attention output at the query positions only: ``x_query`` (B, C) attends to ``x[:, :q+1]``."""
+    def read_out(
+        self, x: torch.Tensor, x_query: torch.Tensor, query_index: torch.Tensor, log_counts: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """The attention output at the query positions only: ``x_query`` (B, C) attends to ``x[:, :q+1]``;
+        ``log_counts`` (B, T) is :func:`key_log_counts` at the query positions (needed with ``key_frequency_bias``)."""
         d = self.n_embd
         weight, bias = self.c_attn.weight, self.c_attn.bias
         q = F.linear(x_query, weight[:d], bias[:d])[:, None, :]
         k, v = F.linear(x, weight[d:], bias[d:]).split(d, dim=2)
         length = x.shape[1]
-        mask = None
+        mask: torch.Tensor | None = None
         if bool((query_index != length - 1).any()):  # right-padded batch: keys past the query are padding
             mask = (torch.arange(length, device=x.device)[None, :] <= query_index[:, None])[:, None, None, :]
+        if self.frequency_scale is not None:
+            assert log_counts is not None, "key_frequency_bias needs the keys' log-counts"
+            bias = self._frequency_bias(log_counts[:, None, :])
+            mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
         y = F.scaled_dot_product_attention(self._heads(q), self._heads(k), self._heads(v), attn_mask=mask)
         return self.c_proj(y.transpose(1, 2).reshape(x_query.shape))
 
@@ -112,15 +144,18 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(shape.n_embd)
         self.mlp = MLP(shape)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.attn(self.ln_1(x))
+    def forward(self, x: torch.Tensor, log_counts: torch.Tensor | None = None) -> torch.Tensor:
+        x = x + self.attn(self.ln_1(x), log_counts)
         return x + self.mlp(self.ln_2(x))
 
-    def read_out(self, x: torch.Tensor, query_index: torch.Tensor) -> torch.Tensor:
+    def read_out(
+        self, x: torch.Tensor, query_index: torch.Tensor, log_counts: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """This block's output at the query positions only, (B, C)."""
         rows = torch.arange(x.shape[0], device=x.device)
         normed = self.ln_1(x)
-        x_query = x[rows, query_index] + self.attn.read_out(normed, normed[rows, query_index], query_index)
+        attended = self.attn.read_out(normed, normed[rows, query_index], query_index, log_counts)
+        x_query = x[rows, query_index] + attended
         return x_query + self.mlp(self.ln_2(x_query))
 
 
@@ -197,17 +232,23 @@ class NanoGPTActorCritic(nn.Module):
     def hidden(self, tokens: torch.Tensor) -> torch.Tensor:
         """Final hidden states (B, T, C) at every position (all blocks on all positions; for tests and probing)."""
         x = self._embed(tokens)
+        log_counts = key_log_counts(tokens, self.shape.vocab_size) if self.shape.key_frequency_bias else None
         for block in self.blocks:
-            x = block(x)
+            x = block(x, log_counts)
         return self.ln_f(x)
 
     def features(self, tokens: torch.Tensor, query_index: torch.Tensor) -> torch.Tensor:
         """Final hidden state (B, C) at each row's query position; the last block runs for that position only."""
         tokens = tokens[:, : int(query_index.max()) + 1]  # padding after the last query changes nothing (causal)
         x = self._embed(tokens)
+        every, at_query = None, None
+        if self.shape.key_frequency_bias:
+            at_query = key_log_counts(tokens, self.shape.vocab_size, query_index)
+            if self.shape.n_layer > 1:
+                every = key_log_counts(tokens, self.shape.vocab_size)
         for block in self.blocks[:-1]:
-            x = block(x)
-        return self.ln_f(self.blocks[-1].read_out(x, query_index))
+            x = block(x, every)
+        return self.ln_f(self.blocks[-1].read_out(x, query_index, at_query))
 
     def forward(
         self, tokens: torch.Tensor, query_index: torch.Tensor, action_mask: torch.Tensor | None = None
@@ -239,6 +280,24 @@ def line_and_column(tokens: torch.Tensor, newline_id: int) -> tuple[torch.Tensor
     last_newline = torch.where(newline, index, -1).cummax(1).values
     before = F.pad(last_newline[:, :-1], (1, 0), value=-1)  # the latest newline strictly before each position
     return line, index - before - 1
+
+
+def key_log_counts(tokens: torch.Tensor, vocab_size: int, query_index: torch.Tensor | None = None) -> torch.Tensor:
+    """log of how often each key's token occurs among the positions a query sees (itself and those before it).
+
+    With ``query_index`` (B,): (B, T), counted over ``tokens[b, :query_index[b] + 1]`` (keys past it are counted the
+    same way and masked by attention). Without: (B, T, T), entry [b, i, j] counted over ``tokens[b, :i + 1]`` for every query
+    position i (causal, so a later token changes no earlier position); entries j > i are 0 and must be masked.
+    """
+    tokens = tokens.long()
+    batch, length = tokens.shape
+    if query_index is not None:
+        seen = (torch.arange(length, device=tokens.device)[None, :] <= query_index[:, None]).float()
+        counts = torch.zeros(batch, vocab_size, device=tokens.device).scatter_add_(1, tokens, seen)
+        return counts.gather(1, tokens).clamp(min=1).log()
+    running = F.one_hot(tokens, vocab_size).cumsum(1).float()  # (B, T, V): counts up to each position
+    counts = running.gather(2, tokens[:, None, :].expand(batch, length, length))
+    return counts.clamp(min=1).log()
 
 
 def distribution_terms(logits: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -49,6 +49,7 @@ def network_shape(config: NanoGPTPPOConfig, env: EnvConfig) -> GPTShape:
         newline_id=int(tokenizer.encode("\n")[0]),
         query_summary=cfg.query_summary,
         query_id=QUERY,
+        key_frequency_bias=cfg.key_frequency_bias,
     )
 
 

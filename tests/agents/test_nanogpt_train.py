@@ -99,8 +99,11 @@ def test_training_logs_the_games_own_points_beside_the_shaped_return(tmp_path: P
     assert any(m["charts/episodic_return"] != m["charts/episodic_raw_return"] for m in logged)
 
 
-def test_resume_continues_exactly_where_a_stopped_run_left_off(tmp_path: Path) -> None:
-    config = NanoGPTPPOConfig(total_steps=256, eval_every=0, checkpoint_every=0, **TINY)
+@pytest.mark.parametrize("key_frequency_bias", [False, True])
+def test_resume_continues_exactly_where_a_stopped_run_left_off(tmp_path: Path, key_frequency_bias: bool) -> None:
+    config = NanoGPTPPOConfig(
+        total_steps=256, eval_every=0, checkpoint_every=0, key_frequency_bias=key_frequency_bias, **TINY
+    )
     env = EnvConfig("LLMBreakout-ascii-v0")
 
     straight = make_run(tmp_path, env.env_id, config, "straight")
