@@ -286,8 +286,8 @@ def key_log_counts(tokens: torch.Tensor, vocab_size: int, query_index: torch.Ten
     """log of how often each key's token occurs among the positions a query sees (itself and those before it).
 
     With ``query_index`` (B,): (B, T), counted over ``tokens[b, :query_index[b] + 1]`` (keys past it are counted the
-    same way and masked by attention). Without: (B, T, T), entry [b, i, j] counted over ``tokens[b, :i + 1]`` for every query
-    position i (causal, so a later token changes no earlier position); entries j > i are 0 and must be masked.
+    same way and masked by attention). Without: (B, T, T), entry [b, i, j] counted over ``tokens[b, :i + 1]`` for
+    every query position i (causal, so a later token changes no earlier position); entries j > i must be masked.
     """
     tokens = tokens.long()
     batch, length = tokens.shape

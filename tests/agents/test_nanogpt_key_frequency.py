@@ -3,36 +3,21 @@ starts from, and that the per-head scale learns."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
 from llm_gym.agents.nanogpt_ppo.model import CausalSelfAttention, GPTShape, NanoGPTActorCritic, key_log_counts
+from llm_gym.agents.nanogpt_ppo.testing import tiny_network
 from llm_gym.agents.nanogpt_ppo.tokenizer import QUERY, CharTokenizer
 
 TOKENIZER = CharTokenizer()
 NEWLINE = int(TOKENIZER.encode("\n")[0])
 
 
-def shape(n_layer: int = 2, n_embd: int = 16, n_head: int = 2) -> GPTShape:
-    return GPTShape(
-        vocab_size=TOKENIZER.vocab_size,
-        context=48,
-        n_layer=n_layer,
-        n_head=n_head,
-        n_embd=n_embd,
-        mlp_ratio=2,
-        n_actions=4,
-        positions="line_column",
-        newline_id=NEWLINE,
-        query_summary=True,
-        query_id=QUERY,  # type: ignore[arg-type]
-        key_frequency_bias=True,
-    )
-
-
 def tiny(n_layer: int = 2) -> NanoGPTActorCritic:
-    torch.manual_seed(0)
-    return NanoGPTActorCritic(shape(n_layer)).double().eval()
+    return tiny_network(n_layer=n_layer, key_frequency_bias=True)
 
 
 def grid_tokens(batch: int, length: int, seed: int = 0) -> torch.Tensor:
@@ -84,7 +69,8 @@ def test_query_only_last_block_equals_running_it_on_every_position(n_layer: int)
 def test_attention_starts_even_over_the_kinds_of_character() -> None:
     # With query and key projections at zero only the bias scores the keys: at scale 1 each kind of character gets
     # the same total weight however many of it there are, so the output is the mean over kinds of each kind's mean.
-    attention = CausalSelfAttention(shape(n_embd=4, n_head=1)).double()
+    one_head = dataclasses.replace(tiny_network(key_frequency_bias=True).shape, n_embd=4, n_head=1)
+    attention = CausalSelfAttention(one_head).double()
     with torch.no_grad():
         attention.c_attn.weight.zero_()
         attention.c_attn.bias.zero_()
@@ -97,7 +83,7 @@ def test_attention_starts_even_over_the_kinds_of_character() -> None:
     out = attention.read_out(x, x[:, 9], query, key_log_counts(tokens, TOKENIZER.vocab_size, query))
     kinds = [x[0, tokens[0] == kind].mean(0) for kind in (5, 6, 7)]
     torch.testing.assert_close(out[0], torch.stack(kinds).mean(0))
-    plain = CausalSelfAttention(shape(n_embd=4, n_head=1)).double()
+    plain = CausalSelfAttention(one_head).double()
     plain.load_state_dict(attention.state_dict())
     with torch.no_grad():
         plain.frequency_scale.zero_()  # scale 0: plain attention, the mean over positions
@@ -116,6 +102,6 @@ def test_the_scale_of_every_head_is_learnt() -> None:
 
 
 def test_networks_saved_before_the_option_load_without_it() -> None:
-    fields = {k: v for k, v in shape().__dict__.items() if k != "key_frequency_bias"}
+    fields = {k: v for k, v in tiny_network().shape.__dict__.items() if k != "key_frequency_bias"}
     assert GPTShape(**fields).key_frequency_bias is False
     assert not any("frequency_scale" in name for name in NanoGPTActorCritic(GPTShape(**fields)).state_dict())

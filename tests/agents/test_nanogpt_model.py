@@ -7,12 +7,12 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from llm_gym.agents.nanogpt_ppo.model import (
-    GPTShape,
     NanoGPTActorCritic,
     distribution_terms,
     forward_flops,
     line_and_column,
 )
+from llm_gym.agents.nanogpt_ppo.testing import tiny_network
 from llm_gym.agents.nanogpt_ppo.tokenizer import PAD, QUERY, UNK, CharTokenizer
 from llm_gym.envs.spaces import TEXT_CHARSET
 
@@ -23,22 +23,9 @@ NEWLINE = int(TOKENIZER.encode("\n")[0])
 def tiny(
     positions: str = "line_column", n_layer: int = 2, context: int = 48, n_actions: int = 4, query_summary: bool = True
 ) -> NanoGPTActorCritic:
-    torch.manual_seed(0)
-    shape = GPTShape(
-        vocab_size=TOKENIZER.vocab_size,
-        context=context,
-        n_layer=n_layer,
-        n_head=2,
-        n_embd=16,
-        mlp_ratio=2,
-        n_actions=n_actions,
-        positions=positions,
-        newline_id=NEWLINE,
-        query_summary=query_summary,
-        query_id=QUERY,  # type: ignore[arg-type]
+    return tiny_network(
+        positions=positions, n_layer=n_layer, context=context, n_actions=n_actions, query_summary=query_summary
     )
-    # float64 so "unchanged" can be checked to rounding error, not to a loose tolerance
-    return NanoGPTActorCritic(shape).double().eval()
 
 
 def grid_tokens(batch: int, length: int, seed: int = 0) -> torch.Tensor:
