@@ -12,6 +12,12 @@ matmul's FLOP/s measured in the same run on the same threads, so a preset can be
 The reference preset runs for hours per update on a CPU, so each part is timed on a few batches, not a whole update.
 
     python benchmarks/nanogpt_throughput.py [--threads 1] [--presets cpu,reference] [--env LLMBreakout-ascii-v0]
+        [--set KEY=VALUE ...] [--variant KEY=VALUE ... [--rounds 3]]
+
+``--set`` changes the config of every preset timed, as ``llm-gym train --set`` does. ``--variant`` prices an option:
+each preset is timed plain and with the variant's settings on top, alternating for ``--rounds`` rounds so load from
+other processes falls on both alike, and ``variant_over_plain`` gives the median per-round ratio of the CPU-second
+figures (above 1: the variant is faster).
 
 The reference preset takes about 0.5 s per forward pass on one core, so it is timed on fewer samples.
 """
@@ -33,6 +39,7 @@ from llm_gym.agents.nanogpt_ppo.envs import action_masks
 from llm_gym.agents.nanogpt_ppo.model import NanoGPTActorCritic, distribution_terms, forward_flops
 from llm_gym.agents.nanogpt_ppo.policy import env_for, network_shape
 from llm_gym.agents.nanogpt_ppo.tokenizer import CharTokenizer
+from llm_gym.config import apply_overrides, parse_assignments
 from llm_gym.rl import ppo_losses
 from llm_gym.stepping import EnvStepper, make_vector_env
 
@@ -102,8 +109,17 @@ class Clock:
         self.cpu += time.process_time() - self._cpu
 
 
-def bench_preset(preset: str, env_id: str, collect_samples: int, minibatches: int) -> dict[str, object]:
-    cfg = NanoGPTPPOConfig(preset=preset).resolved()  # type: ignore[arg-type]  (preset: a CLI string)
+def preset_config(preset: str, overrides: dict[str, str], variant: dict[str, str] | None = None) -> NanoGPTPPOConfig:
+    """The preset with ``--set`` overrides, then ``--variant`` ones, applied before it fills its remaining fields."""
+    cfg = apply_overrides(NanoGPTPPOConfig(preset=preset), overrides)  # type: ignore[arg-type]  (a CLI string)
+    return apply_overrides(cfg, variant or {}, source="--variant").resolved()
+
+
+def bench_preset(
+    cfg: NanoGPTPPOConfig, env_id: str, collect_samples: int, minibatches: int, measure_env: bool = True
+) -> dict[str, object]:
+    """Times one resolved config. ``measure_env=False`` skips the env-only figures (the same for every variant of a
+    preset's network)."""
     env = env_for(cfg, EnvConfig(env_id))
     shape = network_shape(cfg, env)
     torch.manual_seed(0)
@@ -111,7 +127,7 @@ def bench_preset(preset: str, env_id: str, collect_samples: int, minibatches: in
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, betas=(0.9, cfg.adam_beta2))
     tokenizer, generator = CharTokenizer(), torch.Generator().manual_seed(0)
     n = cfg.num_envs
-    plain_sps, raw_sps = raw_env_steps_per_second(env, n, max(5, 400 // n))
+    plain_sps, raw_sps = raw_env_steps_per_second(env, n, max(5, 400 // n)) if measure_env else (0.0, 0.0)
     stepper = EnvStepper(make_vector_env(env, n), seed=0)
     stepper.reset()
     collect_steps = max(1, collect_samples // n)
@@ -156,6 +172,16 @@ def bench_preset(preset: str, env_id: str, collect_samples: int, minibatches: in
     update_seconds_per_sample = update.wall / samples
     seconds_per_env_step = collect_seconds_per_step + epochs * update_seconds_per_sample
     cpu_seconds_per_env_step = collect.cpu / collected + epochs * update.cpu / samples
+    env_figures = (
+        {
+            "plain_env_steps_per_second": round(plain_sps, 1),
+            "raw_env_steps_per_second": round(raw_sps, 1),
+            "stepper_over_plain_envs": round(raw_sps / plain_sps, 3),
+            "collect_over_raw": round(1 / collect_seconds_per_step / raw_sps, 3),
+        }
+        if measure_env
+        else {}
+    )
     return {
         "env_kwargs": dict(env.kwargs),
         "context_tokens": shape.context,
@@ -164,12 +190,11 @@ def bench_preset(preset: str, env_id: str, collect_samples: int, minibatches: in
         "num_envs": n,
         "epochs": epochs,
         "minibatch_size": size,
-        "plain_env_steps_per_second": round(plain_sps, 1),
-        "raw_env_steps_per_second": round(raw_sps, 1),
-        "stepper_over_plain_envs": round(raw_sps / plain_sps, 3),
-        "collect_over_raw": round(1 / collect_seconds_per_step / raw_sps, 3),
+        **env_figures,
         "collect_env_steps_per_second": round(1 / collect_seconds_per_step, 1),
+        "collect_env_steps_per_cpu_second": round(collected / collect.cpu, 1),
         "update_samples_per_second": round(1 / update_seconds_per_sample, 1),
+        "update_samples_per_cpu_second": round(samples / update.cpu, 1),
         "train_env_steps_per_second": round(1 / seconds_per_env_step, 2),
         "train_env_steps_per_cpu_second": round(1 / cpu_seconds_per_env_step, 2),
         "collect_share_of_time": round(collect_seconds_per_step / seconds_per_env_step, 3),
@@ -182,6 +207,30 @@ def bench_preset(preset: str, env_id: str, collect_samples: int, minibatches: in
     }
 
 
+RATIO_FIGURES = ("train_env_steps_per_cpu_second", "collect_env_steps_per_cpu_second", "update_samples_per_cpu_second")
+"""The CPU-second figures a variant is compared on (per CPU second: other processes on the machine cancel out)."""
+
+
+def compare_variant(
+    preset: str, args: argparse.Namespace, overrides: dict[str, str], variant: dict[str, str]
+) -> dict[str, object]:
+    """The preset plain and with ``variant`` on top, alternating for ``args.rounds`` rounds; median ratios."""
+    plain_cfg = preset_config(preset, overrides)
+    variant_cfg = preset_config(preset, overrides, variant)
+    samples, minibatches = args.collect_samples or SAMPLES[preset], args.minibatches or MINIBATCHES[preset]
+    rounds = []
+    for _ in range(args.rounds):
+        plain = bench_preset(plain_cfg, args.env, samples, minibatches, measure_env=False)
+        with_variant = bench_preset(variant_cfg, args.env, samples, minibatches, measure_env=False)
+        rounds.append({key: with_variant[key] / plain[key] for key in RATIO_FIGURES})  # type: ignore[operator]
+    return {
+        "variant": variant,
+        "parameters": [plain["parameters"], with_variant["parameters"]],
+        "variant_over_plain": {key: round(float(np.median([r[key] for r in rounds])), 3) for key in RATIO_FIGURES},
+        "per_round": [{key: round(r[key], 3) for key in RATIO_FIGURES} for r in rounds],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -191,7 +240,23 @@ def main() -> None:
     parser.add_argument("--env", default="LLMBreakout-ascii-v0")
     parser.add_argument("--collect-samples", type=int, default=0, help="env steps timed per preset (0: SAMPLES)")
     parser.add_argument("--minibatches", type=int, default=0, help="gradient steps timed per preset (0: MINIBATCHES)")
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+        help="a config field for every preset timed, as llm-gym train --set (repeatable)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--variant", action="append", default=[], metavar="KEY=VALUE",
+        help="also time each preset with these fields on top and print variant/plain ratios (repeatable)",
+    )  # fmt: skip
+    parser.add_argument("--rounds", type=int, default=3, help="alternating plain/variant rounds (with --variant)")
     args = parser.parse_args()
+    try:
+        overrides = parse_assignments(args.overrides)
+        variant = parse_assignments(args.variant, "--variant")
+        for preset in args.presets.split(","):  # every setting checked before anything is timed
+            preset_config(preset, overrides, variant)
+    except ValueError as exc:  # ConfigError or an unknown preset: one line that says what to change
+        parser.error(str(exc))
     torch.set_num_threads(args.threads)
     bound = matmul_flops_per_cpu_second()
     report: dict[str, object] = {
@@ -201,13 +266,19 @@ def main() -> None:
         "torch": torch.__version__,
         "machine": platform.machine(),
         "matmul_flops_per_cpu_second": round(bound),
+        "overrides": overrides,
         "presets": {},
     }
     for preset in args.presets.split(","):
         result = bench_preset(
-            preset, args.env, args.collect_samples or SAMPLES[preset], args.minibatches or MINIBATCHES[preset]
+            preset_config(preset, overrides),
+            args.env,
+            args.collect_samples or SAMPLES[preset],
+            args.minibatches or MINIBATCHES[preset],
         )
         result["update_fraction_of_matmul_bound"] = round(result["update_flops_per_cpu_second"] / bound, 3)  # type: ignore[operator]
+        if variant:
+            result["compared"] = compare_variant(preset, args, overrides, variant)
         report["presets"][preset] = result  # type: ignore[index]
     presets = report["presets"]
     if "cpu" in presets and "reference" in presets:  # type: ignore[operator]
