@@ -212,22 +212,18 @@ RATIO_FIGURES = ("train_env_steps_per_cpu_second", "collect_env_steps_per_cpu_se
 
 
 def compare_variant(
-    preset: str, args: argparse.Namespace, overrides: dict[str, str], variant: dict[str, str]
+    plain_cfg: NanoGPTPPOConfig, variant_cfg: NanoGPTPPOConfig, env_id: str, samples: int, minibatches: int, rounds: int
 ) -> dict[str, object]:
-    """The preset plain and with ``variant`` on top, alternating for ``args.rounds`` rounds; median ratios."""
-    plain_cfg = preset_config(preset, overrides)
-    variant_cfg = preset_config(preset, overrides, variant)
-    samples, minibatches = args.collect_samples or SAMPLES[preset], args.minibatches or MINIBATCHES[preset]
-    rounds = []
-    for _ in range(args.rounds):
-        plain = bench_preset(plain_cfg, args.env, samples, minibatches, measure_env=False)
-        with_variant = bench_preset(variant_cfg, args.env, samples, minibatches, measure_env=False)
-        rounds.append({key: with_variant[key] / plain[key] for key in RATIO_FIGURES})  # type: ignore[operator]
+    """Both configs timed alternately for ``rounds`` rounds (at least 1); median per-round ratios."""
+    ratios = []
+    for _ in range(rounds):
+        plain = bench_preset(plain_cfg, env_id, samples, minibatches, measure_env=False)
+        with_variant = bench_preset(variant_cfg, env_id, samples, minibatches, measure_env=False)
+        ratios.append({key: with_variant[key] / plain[key] for key in RATIO_FIGURES})  # type: ignore[operator]
     return {
-        "variant": variant,
         "parameters": [plain["parameters"], with_variant["parameters"]],
-        "variant_over_plain": {key: round(float(np.median([r[key] for r in rounds])), 3) for key in RATIO_FIGURES},
-        "per_round": [{key: round(r[key], 3) for key in RATIO_FIGURES} for r in rounds],
+        "variant_over_plain": {key: round(float(np.median([r[key] for r in ratios])), 3) for key in RATIO_FIGURES},
+        "per_round": [{key: round(r[key], 3) for key in RATIO_FIGURES} for r in ratios],
     }
 
 
@@ -250,6 +246,8 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--rounds", type=int, default=3, help="alternating plain/variant rounds (with --variant)")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     try:
         overrides = parse_assignments(args.overrides)
         variant = parse_assignments(args.variant, "--variant")
@@ -270,15 +268,14 @@ def main() -> None:
         "presets": {},
     }
     for preset in args.presets.split(","):
-        result = bench_preset(
-            preset_config(preset, overrides),
-            args.env,
-            args.collect_samples or SAMPLES[preset],
-            args.minibatches or MINIBATCHES[preset],
-        )
+        plain_cfg = preset_config(preset, overrides)
+        samples, minibatches = args.collect_samples or SAMPLES[preset], args.minibatches or MINIBATCHES[preset]
+        result = bench_preset(plain_cfg, args.env, samples, minibatches)
         result["update_fraction_of_matmul_bound"] = round(result["update_flops_per_cpu_second"] / bound, 3)  # type: ignore[operator]
         if variant:
-            result["compared"] = compare_variant(preset, args, overrides, variant)
+            variant_cfg = preset_config(preset, overrides, variant)
+            compared = compare_variant(plain_cfg, variant_cfg, args.env, samples, minibatches, args.rounds)
+            result["compared"] = {"variant": variant, **compared}
         report["presets"][preset] = result  # type: ignore[index]
     presets = report["presets"]
     if "cpu" in presets and "reference" in presets:  # type: ignore[operator]

@@ -54,6 +54,7 @@ def test_variant_is_timed_beside_the_plain_preset(
         (["--set", "num_envs=many"], "--set: num_envs='many' is not a valid int"),
         (["--variant", "key_frequency_bias"], "--variant expects key=value"),
         (["--presets", "cpux"], "unknown preset 'cpux'"),
+        (["--variant", "key_frequency_bias=true", "--rounds", "0"], "--rounds must be at least 1"),
     ],
 )
 def test_bad_settings_stop_before_anything_is_timed(
