@@ -30,7 +30,7 @@ from llm_gym.cli.common import (
     resolve_config,
 )
 from llm_gym.cli.task_report import episode_task_ids, per_game
-from llm_gym.envs.catalog import env_family, env_spec
+from llm_gym.envs.catalog import env_family, env_spec, evaluation_overrides
 from llm_gym.envs.catalog import make as make_env
 from llm_gym.errors import ConfigError, UnknownNameError, UnsupportedEnvError
 from llm_gym.evaluation import Stopwatch, run_episodes
@@ -83,7 +83,6 @@ def play(
         if env is not None:
             env_spec(env)
             check_same_action_set(checkpoint, EnvConfig(env, env_kwargs))
-            note_unused_training_env_args(checkpoint, env_kwargs)
         overrides = checkpoint_overrides(  # how the checkpoint plays: threads, quantize ...
             checkpoint, config_file=config_file, sets=sets, model=model, backend=backend, seed=seed
         )
@@ -102,6 +101,8 @@ def play(
         agent_name, env_id = agent, env
     # A policy may carry the env arguments it was trained with (e.g. nanogpt_ppo's grid size); --env-arg wins.
     env_config = EnvConfig(env_id, {**policy_env_kwargs(policy), **env_kwargs})
+    if checkpoint is not None:
+        note_training_env_args_left_out(checkpoint, env_config)
     clock = Stopwatch()
     ids = episode_task_ids(tasks, episodes, seed or 0) if tasks else None
     results = run_episodes(
@@ -212,22 +213,41 @@ def check_same_action_set(checkpoint: Path, env: EnvConfig) -> None:
         target.close()
 
 
-def note_unused_training_env_args(checkpoint: Path, env_kwargs: dict[str, Any]) -> None:
-    """With ``--env``, the run's own ``--env-arg`` values do not carry over (they may be training-only, such as
-    reward shaping); say which ones this play leaves out, since some (``ball_trail``, the grid) change what the
-    policy sees."""
+def note_training_env_args_left_out(checkpoint: Path, played: EnvConfig) -> None:
+    """Say which env arguments the checkpoint's run trained and evaluated with that this play leaves at the env's
+    defaults: the run's own ``--env-arg`` values (some are training-only, such as reward shaping, but some --
+    ``ball_trail``, the grid -- change what the policy sees) and the family's training defaults its
+    ``summary.json`` names (Atari: FIRE on reset, without which a policy that never had to serve may score 0;
+    docs/atari.md). Play itself stays as given: a checkpoint gets no argument a baseline beside it would not."""
     from llm_gym.runs import Run
 
     run, _ = Run.resolve_checkpoint(checkpoint, required=False)
-    left_out = {k: v for k, v in run.read_config().get("env_kwargs", {}).items() if k not in env_kwargs}
+    saved = run.read_config()
+    trained = {**(saved.get("env_kwargs") or {}), **summary_env_kwargs(run)}
+    whatever_training_used = evaluation_overrides(saved["env_id"])  # every evaluation sets these itself
+    left_out = {k: v for k, v in trained.items() if k not in played.kwargs and k not in whatever_training_used}
     if left_out:
         args = " ".join(f"--env-arg {k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in left_out.items())
+        them = "it" if len(left_out) == 1 else "them"
         err_console.print(
-            f"note: {run.path} trained with {args}; this play leaves them at the env's defaults "
-            "(pass them to play as it trained, or drop --env to play the run's own env)",
+            f"note: {run.path} trained with {args}; this play leaves {them} at the env's defaults "
+            f"(pass {them} to play as the run's own evaluations did)",
             markup=False,
             soft_wrap=True,
         )
+
+
+def summary_env_kwargs(run: Any) -> dict[str, Any]:
+    """The env arguments a finished run's ``summary.json`` says it trained with (its ``--env-arg`` values and the
+    family's training defaults); ``{}`` while the run has no readable summary."""
+    from llm_gym.runs import SUMMARY_FILE
+
+    try:
+        summary = json.loads((run.path / SUMMARY_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    kwargs = summary.get("env_kwargs") if isinstance(summary, dict) else None
+    return dict(kwargs) if isinstance(kwargs, dict) else {}
 
 
 def _actions(env: Any) -> str:

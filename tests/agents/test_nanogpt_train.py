@@ -214,22 +214,30 @@ def test_cli_trains_and_plays_a_checkpoint(tmp_path: Path) -> None:
         app, ["play", "--checkpoint", str(checkpoint), "--episodes", "1", "--max-steps", "25", "--json"]
     )
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["episodes"][0]["length"] == 25
+    assert json.loads(result.stdout)["episodes"][0]["length"] == 25  # stderr has a note: FIRE on reset left out
 
 
-def test_playing_a_checkpoint_on_a_named_env_says_which_training_env_args_it_leaves_out(tmp_path: Path) -> None:
+def test_playing_a_checkpoint_says_which_env_args_its_training_used_that_the_play_leaves_out(tmp_path: Path) -> None:
     from llm_gym.cli import build_app
 
     runner, app = CliRunner(), build_app()
     sets = [x for k, v in {**TINY, "total_steps": 64, "eval_max_steps": 20}.items() for x in ("--set", f"{k}={v}")]
-    train = ["train", "--agent", "nanogpt_ppo", "--env", "LLMPong-ascii-v0", "--env-arg", "ball_trail=true", *sets]
+    train = ["train", "--agent", "nanogpt_ppo", "--env", "LLMBreakout-ascii-v0", "--env-arg", "ball_trail=true", *sets]
     assert runner.invoke(app, [*train, "--run-dir", str(tmp_path / "trail")]).exit_code == 0
     play = ["play", "--checkpoint", str(tmp_path / "trail"), "--episodes", "1", "--max-steps", "5", "--json"]
-    plain = runner.invoke(app, [*play, "--env", "LLMPong-ascii-v0"])
+    # Named env: the run's own --env-arg and the Atari training default (FIRE on reset, from summary.json) are
+    # both left out; terminal_on_life_loss is not named, since every evaluation plays whole games anyway.
+    plain = runner.invoke(app, [*play, "--env", "LLMBreakout-ascii-v0"])
     assert plain.exit_code == 0, plain.output
-    assert "trained with --env-arg ball_trail=true; this play leaves them at the env's defaults" in plain.stderr
+    note = "trained with --env-arg ball_trail=true --env-arg fire_on_reset=true; this play leaves them at the env's"
+    assert note in plain.stderr and "terminal_on_life_loss" not in plain.stderr
     assert json.loads(plain.stdout)["episodes"][0]["length"] == 5
-    for same in ([*play, "--env", "LLMPong-ascii-v0", "--env-arg", "ball_trail=true"], play):
+    # The run's own env: the policy carries ball_trail, so only FIRE on reset is left out.
+    own = runner.invoke(app, play)
+    assert own.exit_code == 0, own.output
+    assert "trained with --env-arg fire_on_reset=true; this play leaves it at the env's defaults" in own.stderr
+    as_trained = ["--env-arg", "ball_trail=true", "--env-arg", "fire_on_reset=true"]
+    for same in ([*play, "--env", "LLMBreakout-ascii-v0", *as_trained], [*play, "--env-arg", "fire_on_reset=false"]):
         result = runner.invoke(app, same)
         assert result.exit_code == 0 and "note:" not in result.stderr, result.output
 
