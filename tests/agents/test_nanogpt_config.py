@@ -51,11 +51,21 @@ def test_a_field_given_explicitly_overrides_the_preset_and_survives_a_preset_swi
     assert from_dict(NanoGPTPPOConfig, to_dict(switched)) == switched
 
 
-def test_default_is_the_cpu_preset() -> None:
+def test_default_is_the_cpu16_preset_which_is_cpu_with_16_envs_and_the_key_frequency_bias() -> None:
     config = NanoGPTPPOConfig()
-    assert config.preset == "cpu"
-    assert config.batch_size == PRESETS["cpu"]["num_envs"] * PRESETS["cpu"]["num_steps"]
+    assert config.preset == "cpu16"
+    assert config.batch_size == 16 * PRESETS["cpu"]["num_steps"]
     assert NanoGPTPPOConfig(total_steps=config.batch_size + 1).num_updates == 2
+    differs = {k for k, v in PRESETS["cpu16"].items() if PRESETS["cpu"][k] != v}
+    assert differs == {"num_envs", "key_frequency_bias"} and config.resolved().key_frequency_bias
+
+
+def test_a_saved_config_keeps_its_preset_when_the_default_changes() -> None:
+    """A run's config.json names its preset, so a run started on `cpu` resumes on `cpu` (8 envs, no bias)."""
+    saved = to_dict(NanoGPTPPOConfig(preset="cpu"))
+    assert saved["preset"] == "cpu" and saved["num_envs"] is None
+    resumed = from_dict(NanoGPTPPOConfig, saved).resolved()
+    assert resumed.num_envs == 8 and not resumed.key_frequency_bias
 
 
 @pytest.mark.parametrize(
