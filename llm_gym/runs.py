@@ -256,6 +256,14 @@ class Run:
         write_json_atomic(path, dict(summary))
         return path
 
+    def read_summary(self) -> dict[str, Any]:
+        """What :meth:`write_summary` wrote; ``{}`` while the run has no readable summary (it has not finished)."""
+        try:
+            summary = json.loads((self.path / SUMMARY_FILE).read_text())
+        except (OSError, ValueError):
+            return {}
+        return summary if isinstance(summary, dict) else {}
+
     def video_path(self, name: str) -> Path:
         """Where a video called ``name`` goes (``<run>/videos/<name>``)."""
         self.videos_dir.mkdir(exist_ok=True)

@@ -223,7 +223,8 @@ def note_training_env_args_left_out(checkpoint: Path, played: EnvConfig) -> None
 
     run, _ = Run.resolve_checkpoint(checkpoint, required=False)
     saved = run.read_config()
-    trained = {**(saved.get("env_kwargs") or {}), **summary_env_kwargs(run)}
+    summarised = run.read_summary().get("env_kwargs")  # the family's training defaults too, once finished
+    trained = {**(saved.get("env_kwargs") or {}), **(summarised if isinstance(summarised, dict) else {})}
     whatever_training_used = evaluation_overrides(saved["env_id"])  # every evaluation sets these itself
     left_out = {k: v for k, v in trained.items() if k not in played.kwargs and k not in whatever_training_used}
     if left_out:
@@ -235,19 +236,6 @@ def note_training_env_args_left_out(checkpoint: Path, played: EnvConfig) -> None
             markup=False,
             soft_wrap=True,
         )
-
-
-def summary_env_kwargs(run: Any) -> dict[str, Any]:
-    """The env arguments a finished run's ``summary.json`` says it trained with (its ``--env-arg`` values and the
-    family's training defaults); ``{}`` while the run has no readable summary."""
-    from llm_gym.runs import SUMMARY_FILE
-
-    try:
-        summary = json.loads((run.path / SUMMARY_FILE).read_text())
-    except (OSError, ValueError):
-        return {}
-    kwargs = summary.get("env_kwargs") if isinstance(summary, dict) else None
-    return dict(kwargs) if isinstance(kwargs, dict) else {}
 
 
 def _actions(env: Any) -> str:
