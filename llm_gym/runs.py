@@ -52,6 +52,16 @@ def write_json_atomic(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
+def read_summary(run_dir: Path) -> dict[str, Any]:
+    """A run directory's ``summary.json``; ``{}`` while it has none that reads as an object (the run has not
+    finished, or was stopped while writing it): readers treat a missing summary and a broken one alike."""
+    try:
+        summary = json.loads((run_dir / SUMMARY_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return summary if isinstance(summary, dict) else {}
+
+
 def _fsync_tree(root: Path) -> None:
     for path in sorted(root.rglob("*")):
         if path.is_file():
@@ -258,11 +268,7 @@ class Run:
 
     def read_summary(self) -> dict[str, Any]:
         """What :meth:`write_summary` wrote; ``{}`` while the run has no readable summary (it has not finished)."""
-        try:
-            summary = json.loads((self.path / SUMMARY_FILE).read_text())
-        except (OSError, ValueError):
-            return {}
-        return summary if isinstance(summary, dict) else {}
+        return read_summary(self.path)
 
     def video_path(self, name: str) -> Path:
         """Where a video called ``name`` goes (``<run>/videos/<name>``)."""

@@ -119,3 +119,26 @@ def test_resumed_scalars_keep_the_checkpoint_step_and_replace_what_came_after(tm
     resumed.close()
     steps, values = read_scalars(tmp_path / "run")["eval/mean_return"]
     assert steps.tolist() == [1, 2, 3] and values.tolist() == [1.0, 2.0, 3.0]
+
+
+@pytest.mark.parametrize("text", [None, '{"env_steps": 1', "[1, 2]"], ids=["missing", "truncated", "not-an-object"])
+def test_every_reader_of_a_summary_treats_a_broken_one_as_none(tmp_path: Path, text: str | None) -> None:
+    from llm_gym.bench.training import training_info
+    from llm_gym.sweeps.grid import Cell
+    from llm_gym.sweeps.plan import PlannedRun, is_finished
+    from llm_gym.sweeps.results import collect
+
+    run = Run.create("LLMPong-v0", "random", {"seed": 0, "total_steps": 8}, path=tmp_path / "run")
+    with run.checkpoint(8):
+        pass
+    if text is not None:
+        (run.path / "summary.json").write_text(text)
+    assert run.read_summary() == {}
+    assert not is_finished(run.path, {"total_steps": 8})  # so a sweep resumes it instead of counting it
+    cell = Cell(())
+    [row] = collect([PlannedRun(cell, 0, run.path, "resume", {})], [cell])
+    assert row["seeds"] == []  # the seed is not counted as finished, and the table has no value for it
+    info = training_info(run.checkpoints_dir / "step_8")  # the bench's training row falls back to the checkpoint
+    assert info["env_steps"] == 8 and info["agent"] == "random"
+    run.write_summary({"env_steps": 8})
+    assert is_finished(run.path, {"total_steps": 8}) and run.read_summary()["env_steps"] == 8

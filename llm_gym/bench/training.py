@@ -28,8 +28,7 @@ def training_info(checkpoint: Path) -> dict[str, Any]:
 
     run = Run.open(find_run_dir(checkpoint))
     saved = run.read_config()
-    summary_path = run.path / "summary.json"
-    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    summary = run.read_summary()  # {} for a run stopped before its end
     curve, metric, first_time, last_time = learning_curve(run.path / "tb")
     wall = summary.get("wall_seconds")
     if wall is None and first_time is not None and last_time is not None:

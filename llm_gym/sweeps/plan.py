@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from llm_gym.config import apply_overrides, to_dict
 from llm_gym.errors import CheckpointError, ConfigError
-from llm_gym.runs import CONFIG_FILE, SUMMARY_FILE
+from llm_gym.runs import CONFIG_FILE, read_summary
 from llm_gym.sweeps.grid import Cell
 
 SWEEP_FILE = "sweep.json"
@@ -132,9 +132,8 @@ def _state(path: Path, spec: SweepSpec, config: dict[str, Any], env_kwargs: dict
 def is_finished(path: Path, config: dict[str, Any]) -> bool:
     """A run is finished when its summary exists and covers the config's ``total_steps`` (a run a callback stopped
     early, or one whose budget was raised since, is resumed)."""
-    try:
-        summary = json.loads((path / SUMMARY_FILE).read_text())
-    except (OSError, ValueError):
+    summary = read_summary(path)
+    if not summary:
         return False
     total = config.get("total_steps")
     return not isinstance(total, int) or int(summary.get("env_steps", 0)) >= total

@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.table import Table
 
-from llm_gym.runs import SUMMARY_FILE, write_json_atomic
+from llm_gym.runs import read_summary, write_json_atomic
 from llm_gym.stats import mean_ci95
 from llm_gym.sweeps.grid import Cell
 from llm_gym.sweeps.plan import PlannedRun
@@ -35,10 +35,9 @@ def collect(runs: Sequence[PlannedRun], grid_cells: Sequence[Cell]) -> list[dict
     for cell in grid_cells:
         summaries = {}
         for run in (r for r in runs if r.cell == cell):
-            try:
-                summaries[run.seed] = json.loads((run.path / SUMMARY_FILE).read_text())
-            except (OSError, ValueError):
-                continue
+            summary = read_summary(run.path)
+            if summary:
+                summaries[run.seed] = summary
         row: dict[str, Any] = {"cell": cell.label, **cell.as_dict(), "seeds": sorted(summaries)}
         for column, key, _ in METRICS:
             values = [float(s[key]) for _, s in sorted(summaries.items()) if _is_number(s.get(key))]
