@@ -2,8 +2,9 @@
 the log-probability of every continuation token, the hidden state of each row's last prompt token and the
 entropies of the predicting positions.
 
-Works for any Hugging Face causal LM whose decoder accepts ``past_key_values``, a 4-D ``attention_mask`` and
-``position_ids`` (Llama, Qwen2, Mistral, Gemma, Phi-3, SmolLM ...), wrapped by peft or not. Gradients flow
+Works for any Hugging Face causal LM whose decoder accepts a KV cache (under the name the installed transformers
+uses, :mod:`llm_gym.lm.cache_arg`), a 4-D ``attention_mask`` and ``position_ids`` (Llama, Qwen2, Mistral, Gemma,
+Phi-3, SmolLM ...), wrapped by peft or not. Gradients flow
 through everything, the prefix included, so training uses the same code as acting.
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 
 import torch
 
+from llm_gym.lm.cache_arg import output_cache, with_cache
 from llm_gym.lm.packing import PackedBatch
 
 
@@ -57,7 +59,7 @@ def compute_prefix(model: Any, ids: list[int] | tuple[int, ...]) -> PrefixCache 
     decoder, _ = decoder_and_head(model)
     device = next(decoder.parameters()).device
     out = decoder(input_ids=torch.tensor([list(ids)], device=device), use_cache=True)
-    layers = [(k, v) for k, v, *_ in out.past_key_values]
+    layers = [(k, v) for k, v, *_ in output_cache(out)]
     return PrefixCache(tuple(ids), layers)
 
 
@@ -93,8 +95,8 @@ def packed_forward(model: Any, batch: PackedBatch, prefix: PrefixCache | None) -
         input_ids=batch.input_ids.to(device),
         position_ids=batch.position_ids.to(device),
         attention_mask=additive_mask(batch.allowed.to(device), head.weight.dtype),
-        past_key_values=prefix.expand(rows) if prefix else None,
         use_cache=prefix is not None,
+        **with_cache(prefix.expand(rows) if prefix else None),
     ).last_hidden_state
     return continuation_logprobs(hidden, batch, head)
 

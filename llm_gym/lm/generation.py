@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from llm_gym.lm.cache_arg import output_cache, with_cache
 from llm_gym.lm.forward import PrefixCache, additive_mask, decoder_and_head
 from llm_gym.lm.prompts import EncodedPrompt
 
@@ -84,10 +85,10 @@ def generate(
         input_ids=input_ids.to(device),
         position_ids=positions.to(device),
         attention_mask=additive_mask(allowed.to(device), dtype),
-        past_key_values=cache,
         use_cache=True,
+        **with_cache(cache),
     )
-    cache = out.past_key_values
+    cache = output_cache(out)
     hidden = out.last_hidden_state[torch.arange(rows), lengths - 1]
     next_position = positions[torch.arange(rows), lengths - 1] + 1
 
@@ -112,10 +113,10 @@ def generate(
             input_ids=chosen[:, None].to(device),
             position_ids=next_position[:, None].to(device),
             attention_mask=additive_mask(valid[:, None, :].to(device), dtype),
-            past_key_values=cache,
             use_cache=True,
+            **with_cache(cache),
         )
-        cache = out.past_key_values
+        cache = output_cache(out)
         hidden = out.last_hidden_state[:, -1]
         next_position += 1
     return [Generation(t, lp, bool(s)) for t, lp, s in zip(tokens, logprobs, stopped.tolist(), strict=True)]

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from llm_gym.errors import ConfigError
+from llm_gym.lm.cache_arg import cache_arg, with_cache
 from llm_gym.lm.forward import PackedOutput, additive_mask, continuation_logprobs, decoder_and_head
 from llm_gym.lm.packing import PackedBatch
 
@@ -88,11 +89,11 @@ class SplitLM:
             raise _Stop
 
         handle = self.decoder.layers[self.split].register_forward_pre_hook(hook, with_kwargs=True)
-        cache = decoder_kwargs.setdefault("past_key_values", None)
+        cache = decoder_kwargs.setdefault(cache_arg(), None)
         if cache is None:
             from transformers import DynamicCache
 
-            cache = decoder_kwargs["past_key_values"] = DynamicCache()
+            cache = decoder_kwargs[cache_arg()] = DynamicCache()
         try:
             self.decoder(use_cache=True, **decoder_kwargs)
         except _Stop:
@@ -126,7 +127,7 @@ class SplitLM:
             input_ids=batch.input_ids.to(self.device),
             position_ids=batch.position_ids.to(self.device),
             attention_mask=additive_mask(batch.allowed.to(self.device), self.dtype),
-            past_key_values=cache,
+            **with_cache(cache),
         )
         return hidden
 
@@ -141,8 +142,8 @@ class SplitLM:
                 hidden,
                 attention_mask=mask,
                 position_ids=position_ids,
-                past_key_values=cache,
                 use_cache=True,
+                **with_cache(cache),
                 position_embeddings=position_embeddings,
             )
             hidden = out[0] if isinstance(out, tuple) else out

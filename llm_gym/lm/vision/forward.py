@@ -1,7 +1,7 @@
 """An image+text model seen as a causal LM whose decoder merges image features into the prompt on its first call.
 
 The text runtime reaches a model through ``get_decoder()`` (hidden states after the final norm, taking
-``input_ids``, ``position_ids``, a 4-D ``attention_mask`` and ``past_key_values``) and ``get_output_embeddings()``
+``input_ids``, ``position_ids``, a 4-D ``attention_mask`` and a KV cache) and ``get_output_embeddings()``
 (:func:`llm_gym.lm.forward.decoder_and_head`). :class:`ImageTextLM` gives exactly that for a model whose inner
 model embeds ``input_ids``, runs the vision encoder on ``pixel_values`` and puts the image features at the image
 tokens (Idefics3/SmolVLM's ``model.model`` does; so do Idefics2 and LLaVA-style models that use 1-D positions).
