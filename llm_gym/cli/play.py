@@ -30,7 +30,7 @@ from llm_gym.cli.common import (
     resolve_config,
 )
 from llm_gym.cli.task_report import episode_task_ids, per_game
-from llm_gym.envs.catalog import env_family, env_spec, evaluation_overrides
+from llm_gym.envs.catalog import env_family, env_spec, evaluation_overrides, reward_only_args
 from llm_gym.envs.catalog import make as make_env
 from llm_gym.errors import ConfigError, UnknownNameError, UnsupportedEnvError
 from llm_gym.evaluation import Stopwatch, run_episodes
@@ -215,8 +215,8 @@ def check_same_action_set(checkpoint: Path, env: EnvConfig) -> None:
 
 def note_training_env_args_left_out(checkpoint: Path, played: EnvConfig) -> None:
     """Say which env arguments the checkpoint's run trained and evaluated with that this play leaves at the env's
-    defaults: the run's own ``--env-arg`` values (some are training-only, such as reward shaping, but some --
-    ``ball_trail``, the grid -- change what the policy sees) and the family's training defaults its
+    defaults: the run's own ``--env-arg`` values (``ball_trail``, the grid: what the policy sees; not those that
+    change only the reward, such as reward shaping) and the family's training defaults its
     ``summary.json`` names (Atari: FIRE on reset, without which a policy that never had to serve may score 0;
     docs/atari.md). Play itself stays as given: a checkpoint gets no argument a baseline beside it would not."""
     from llm_gym.runs import Run
@@ -225,8 +225,10 @@ def note_training_env_args_left_out(checkpoint: Path, played: EnvConfig) -> None
     saved = run.read_config()
     summarised = run.read_summary().get("env_kwargs")  # the family's training defaults too, once finished
     trained = {**(saved.get("env_kwargs") or {}), **(summarised if isinstance(summarised, dict) else {})}
-    whatever_training_used = evaluation_overrides(saved["env_id"])  # every evaluation sets these itself
-    left_out = {k: v for k, v in trained.items() if k not in played.kwargs and k not in whatever_training_used}
+    # Not named: what every evaluation sets itself, and what changes only the reward (shaping is training's own;
+    # a play reports the game's return without it).
+    not_named = set(evaluation_overrides(saved["env_id"])) | reward_only_args(saved["env_id"])
+    left_out = {k: v for k, v in trained.items() if k not in played.kwargs and k not in not_named}
     if left_out:
         args = " ".join(f"--env-arg {k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in left_out.items())
         them = "it" if len(left_out) == 1 else "them"

@@ -107,6 +107,12 @@ def evaluation_overrides(env_id: str) -> dict[str, Any]:
     return dict(getattr(_creator(env_id), "evaluation_overrides", None) or {})
 
 
+def reward_only_args(env_id: str) -> frozenset[str]:
+    """The env arguments that change only the reward (``reward_only_args``; Atari: the shaping, Trace: the scoring
+    rule): a play without them plays the same game, so ``llm-gym play`` does not ask for them."""
+    return frozenset(getattr(_creator(env_id), "reward_only_args", None) or ())
+
+
 def env_family(env_id: str) -> str:
     """``atari``, ``openspiel``, ``trace`` or ``other``: which subpackage implements the id."""
     entry = str(env_spec(env_id).entry_point)

@@ -222,15 +222,17 @@ def test_playing_a_checkpoint_says_which_env_args_its_training_used_that_the_pla
 
     runner, app = CliRunner(), build_app()
     sets = [x for k, v in {**TINY, "total_steps": 64, "eval_max_steps": 20}.items() for x in ("--set", f"{k}={v}")]
-    train = ["train", "--agent", "nanogpt_ppo", "--env", "LLMBreakout-ascii-v0", "--env-arg", "ball_trail=true", *sets]
+    train = ["train", "--agent", "nanogpt_ppo", "--env", "LLMBreakout-ascii-v0", "--env-arg", "ball_trail=true",
+             "--env-arg", "reward_shaping=1", *sets]  # fmt: skip
     assert runner.invoke(app, [*train, "--run-dir", str(tmp_path / "trail")]).exit_code == 0
     play = ["play", "--checkpoint", str(tmp_path / "trail"), "--episodes", "1", "--max-steps", "5", "--json"]
     # Named env: the run's own --env-arg and the Atari training default (FIRE on reset, from summary.json) are
-    # both left out; terminal_on_life_loss is not named, since every evaluation plays whole games anyway.
+    # both left out; terminal_on_life_loss is not named, since every evaluation plays whole games anyway, nor the
+    # reward shaping, which changes only the reward (play reports the game's own).
     plain = runner.invoke(app, [*play, "--env", "LLMBreakout-ascii-v0"])
     assert plain.exit_code == 0, plain.output
     note = "trained with --env-arg ball_trail=true --env-arg fire_on_reset=true; this play leaves them at the env's"
-    assert note in plain.stderr and "terminal_on_life_loss" not in plain.stderr
+    assert note in plain.stderr and "terminal_on_life_loss" not in plain.stderr and "shaping" not in plain.stderr
     assert json.loads(plain.stdout)["episodes"][0]["length"] == 5
     # The run's own env: the policy carries ball_trail, so only FIRE on reset is left out.
     own = runner.invoke(app, play)

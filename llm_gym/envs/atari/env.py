@@ -86,6 +86,8 @@ class AtariLLMEnv(gym.Env):
     """Env arguments the learning agents train with unless the user sets them (:func:`llm_gym.training.training_env`)."""
     evaluation_overrides: ClassVar[Mapping[str, Any]] = {"terminal_on_life_loss": False}
     """What every evaluation plays with whatever training used: whole games (:func:`llm_gym.training.evaluation_env`)."""
+    reward_only_args: ClassVar[frozenset[str]] = frozenset({"reward_shaping", "shaping_gamma"})
+    """Arguments that change only the reward, not the game or what the policy sees (:func:`llm_gym.envs.catalog.reward_only_args`)."""
 
     def __init__(
         self,

@@ -68,6 +68,8 @@ class TraceEnv(gym.Env[str, str]):
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 1}
+    reward_only_args: ClassVar[frozenset[str]] = frozenset({"scoring"})
+    """Arguments that change only the reward, not the task or what the policy sees (:func:`llm_gym.envs.catalog.reward_only_args`)."""
 
     def __init__(
         self,
