@@ -1,19 +1,21 @@
-"""Baseline agents that do not learn: ``random`` (uniform over legal actions) and ``scripted`` (a ball tracker for
-Breakout and Pong). Training one records how it plays, so its curve sits beside the learners' in TensorBoard."""
+"""Baseline agents that do not learn: ``random`` (uniform over legal actions), ``constant`` (one named action at
+every step) and ``scripted`` (a ball tracker for Breakout and Pong). Training one records how it plays, so its curve
+sits beside the learners' in TensorBoard."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import llm_gym
-from llm_gym.agent import Agent, EnvConfig, Policy
+from llm_gym.agent import Agent, AgentConfig, EnvConfig, Policy
 from llm_gym.callbacks import Callback, should_stop
 from llm_gym.decisions import DecisionDetails
-from llm_gym.errors import UnsupportedEnvError
+from llm_gym.errors import UnknownNameError, UnsupportedEnvError
 from llm_gym.evaluation import Stopwatch, run_episodes
 from llm_gym.runs import Run
 from llm_gym.stats import mean_ci95
@@ -36,6 +38,40 @@ class RandomPolicy:
             DecisionDetails(probs=[1.0 / len(info["legal_actions"])] * len(info["legal_actions"])) for info in infos
         ]
         return self.act(observations, infos), details
+
+
+class ConstantPolicy:
+    """The same named action at every step: the floor a learner must clear on games where one action scores (with
+    FIRE on reset, LEFT at every step scores ~7 in Breakout). Where that action is not legal at a step, the first
+    legal one."""
+
+    def __init__(self, env: EnvConfig, action: str) -> None:
+        probe = env.make()
+        try:
+            _, info = probe.reset(seed=0)
+        finally:
+            probe.close()
+        names = [str(name) for name in info.get("action_names", ())]
+        if not names:
+            raise UnsupportedEnvError(f"{env.env_id} does not name its actions in info; the constant agent needs them")
+        if action.upper() not in {name.upper() for name in names}:
+            raise UnknownNameError("action", action, names, hint=f"Pass one of the actions {env.env_id} lists: --set action=NAME")
+        self.action = action.upper()
+
+    def _choice(self, info: Mapping[str, Any]) -> tuple[int, list[float]]:
+        names = [str(name).upper() for name in info["action_names"]]
+        index = names.index(self.action) if self.action in names else 0
+        return int(info["legal_actions"][index]), [float(i == index) for i in range(len(names))]
+
+    def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
+        return [self._choice(info)[0] for info in infos]
+
+    def act_with_details(
+        self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[int], list[DecisionDetails]]:
+        """The actions, and probability 1 on the chosen one."""
+        choices = [self._choice(info) for info in infos]
+        return [action for action, _ in choices], [DecisionDetails(probs=probs) for _, probs in choices]
 
 
 class ScriptedPolicy:
@@ -119,6 +155,23 @@ class RandomAgent(BaselineAgent):
         return RandomPolicy(self.config.seed)
 
 
+@dataclass(frozen=True, kw_only=True)
+class ConstantConfig(AgentConfig):
+    action: str = "NOOP"
+    """The action pressed at every step, by name as the env lists it at reset (case-insensitive); where it is not
+    legal at a step, the first legal action is taken."""
+
+
+class ConstantAgent(BaselineAgent):
+    name = "constant"
+    reads_observation_text = False  # acts from info only
+    description = "One named action at every step (--set action=LEFT): the floor of a game one action can score in."
+    Config = ConstantConfig
+
+    def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
+        return ConstantPolicy(env, self.config.action)
+
+
 class ScriptedAgent(BaselineAgent):
     name = "scripted"
     reads_observation_text = False  # acts from info only
@@ -131,4 +184,5 @@ class ScriptedAgent(BaselineAgent):
 @llm_gym.hookimpl
 def register_agents(register) -> None:
     register(RandomAgent)
+    register(ConstantAgent)
     register(ScriptedAgent)

@@ -79,6 +79,7 @@ RECIPES: dict[str, Callable[[Path], tuple[str, dict[str, Any]]]] = {
     # agent -> (env id, the base config's settings) for a fresh policy that is cheap to build here
     "random": lambda model: (TTT, {}),
     "scripted": lambda model: ("LLMBreakout-text-v0", {}),
+    "constant": lambda model: ("LLMBreakout-text-v0", {"action": "LEFT"}),
     "mcts": lambda model: (TTT, {"simulations": 4}),
     "solver": lambda model: (TTT, {}),
     "best_response": lambda model: ("OpenSpiel-kuhn_poker-v0", {}),
