@@ -55,7 +55,9 @@ class ConstantPolicy:
         if not names:
             raise UnsupportedEnvError(f"{env.env_id} does not name its actions in info; the constant agent needs them")
         if action.upper() not in {name.upper() for name in names}:
-            raise UnknownNameError("action", action, names, hint=f"Pass one of the actions {env.env_id} lists: --set action=NAME")
+            raise UnknownNameError(
+                "action", action, names, hint=f"Pass one of the actions {env.env_id} lists: --set action=NAME"
+            )
         self.action = action.upper()
 
     def _choice(self, info: Mapping[str, Any]) -> tuple[int, list[float]]:
