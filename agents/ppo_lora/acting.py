@@ -154,19 +154,22 @@ class Strategy(Protocol):
         """Per row, the reference policy's log-probs (for the KL term)."""
         ...
 
-    def losses(self, forward: Forward, stored: Stored, config: PPOLoRAConfig) -> tuple[PPOLosses, torch.Tensor]:
-        """The PPO losses and the KL to the reference of a minibatch, from the recomputed forward."""
+    def losses(
+        self, forward: Forward, stored: Stored, config: PPOLoRAConfig, entropy_coef: float
+    ) -> tuple[PPOLosses, torch.Tensor]:
+        """The PPO losses (with the entropy bonus at ``entropy_coef``, which moves with ``entropy_target``) and the
+        KL to the reference of a minibatch, from the recomputed forward."""
         ...
 
 
-def _ppo(config: PPOLoRAConfig, *terms: torch.Tensor) -> PPOLosses:
+def _ppo(config: PPOLoRAConfig, entropy_coef: float, *terms: torch.Tensor) -> PPOLosses:
     # Advantages arrive normalised (over the rollout or the optimizer step, per config.advantage_norm: update.py).
     return ppo_losses(
         *terms,
         clip_coef=config.clip_coef,
         value_clip_coef=config.value_clip_coef or None,
         value_coef=config.value_coef,
-        entropy_coef=config.entropy_coef,
+        entropy_coef=entropy_coef,
         normalize_advantages=False,
     )
 
@@ -223,14 +226,18 @@ class ScoreMode:
         logp = categorical_logprobs(out.seq_logprobs, batch.seq_row, rows).cpu()
         return [logp[i, : len(continuations[i])] for i in range(rows)]
 
-    def losses(self, forward: Forward, stored: Stored, config: PPOLoRAConfig) -> tuple[PPOLosses, torch.Tensor]:
+    def losses(
+        self, forward: Forward, stored: Stored, config: PPOLoRAConfig, entropy_coef: float
+    ) -> tuple[PPOLosses, torch.Tensor]:
         out, values, batch = forward.out, forward.values, forward.batch
         rows, device = len(stored.choice), values.device
         logp = categorical_logprobs(out.seq_logprobs, batch.seq_row, rows)
         new = logp.gather(1, torch.tensor(stored.choice, device=device)[:, None]).squeeze(1)
         old = torch.tensor(stored.logprob, device=device)
         entropy = categorical_entropy(logp)
-        losses = _ppo(config, new, old, stored.advantages, values, stored.old_values, stored.returns, entropy)
+        losses = _ppo(
+            config, entropy_coef, new, old, stored.advantages, values, stored.old_values, stored.returns, entropy
+        )
         kl = torch.zeros((), device=device)
         if stored.reference[0].numel():
             reference = choice_table(torch.cat(stored.reference).to(device), batch.seq_row, rows)
@@ -289,7 +296,9 @@ class GenerateMode:
     def reference(self, out: PackedOutput, batch: PackedBatch, continuations: Continuations) -> list[torch.Tensor]:
         return _per_row(out.token_logprobs, batch.seq_row[batch.target_seq], len(continuations))
 
-    def losses(self, forward: Forward, stored: Stored, config: PPOLoRAConfig) -> tuple[PPOLosses, torch.Tensor]:
+    def losses(
+        self, forward: Forward, stored: Stored, config: PPOLoRAConfig, entropy_coef: float
+    ) -> tuple[PPOLosses, torch.Tensor]:
         out, values, batch = forward.out, forward.values, forward.batch
         device = values.device
         token_row = batch.seq_row[batch.target_seq].to(device)
@@ -298,7 +307,7 @@ class GenerateMode:
         adv = stored.advantages
         entropy = out.predictor_entropy[batch.target_predictor.to(device)]
         per_token = (adv[token_row], values[token_row], stored.old_values[token_row], stored.returns[token_row])
-        losses = _ppo(config, out.token_logprobs, old, *per_token, entropy)
+        losses = _ppo(config, entropy_coef, out.token_logprobs, old, *per_token, entropy)
         kl = torch.zeros((), device=device)
         if stored.reference[0].numel():
             log_ratio = torch.cat(stored.reference).to(device) - out.token_logprobs

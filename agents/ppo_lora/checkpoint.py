@@ -4,7 +4,7 @@
   it; its config names the base model directory);
 * ``value_head.pt`` — the value head;
 * ``training.pt`` — optimizer, LR scheduler, the sampler's and torch's RNG states, the counters, the adaptive KL
-  coefficient, the GAE ``next_done`` flags;
+  and entropy coefficients, the GAE ``next_done`` flags;
 * ``envs.pkl`` (and ``tasks.json`` with a task sampler) — the envs where they stand
   (:meth:`llm_gym.stepping.EnvStepper.state_dict`: emulator snapshots with RNG, current observations, episode
   statistics; the sampler's state).
@@ -35,6 +35,9 @@ class Counters(training.Counters):
 
     kl_coef: float = 0.0
     """The KL coefficient now (it moves with ``kl_target``)."""
+    entropy_coef: float | None = None
+    """The entropy bonus's coefficient now (it moves with ``entropy_target``); None in checkpoints written before it
+    could move, which resume at the config's ``entropy_coef``."""
     train_history: list[tuple[int, float, float, int]] = field(default_factory=list)
     """(env step, mean return, mean raw game return, episodes) of the training episodes that ended in a rollout."""
     sampled_eval_history: list[tuple[int, float, float]] = field(default_factory=list)

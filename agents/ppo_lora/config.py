@@ -111,7 +111,16 @@ class PPOLoRAConfig(LocalLMConfig):
     and schedule are not touched). At the run's 2e-4 and 2 passes a fresh head on Breakout explained 2% of the
     next rollout's return variance, at 5e-3 and 128 passes 18% (docs/ppo_lora.md)."""
     entropy_coef: float = training_only(0.01)
-    """Weight of the entropy bonus."""
+    """Weight of the entropy bonus (with entropy_target: its floor, where the coefficient starts and returns to)."""
+    entropy_target: float = training_only(0.0)
+    """An entropy floor in nats (0 = off): after each update the entropy bonus's coefficient grows while the policy's
+    mean entropy on the rollout is below this and falls back towards entropy_coef above it, so the policy cannot
+    settle on one action before rare rewards have taught it anything (docs/ppo_lora.md, "An entropy floor")."""
+    entropy_adapt_rate: float = training_only(1.0)
+    """entropy_target: the coefficient moves by at most a factor e ** rate per update (at an entropy of 0 or of
+    twice the target)."""
+    entropy_coef_max: float = training_only(0.5)
+    """entropy_target: the coefficient never exceeds this."""
     max_grad_norm: float = training_only(1.0)
     """Gradient-norm clip."""
     reward_scale: float = training_only(1.0)
@@ -149,9 +158,15 @@ class PPOLoRAConfig(LocalLMConfig):
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0 < self.rollout_memory_share < 1 or self.rollout_kv_cache_gib <= 0:
             raise ValueError("rollout_memory_share must be in (0, 1) and rollout_kv_cache_gib > 0")
-        for name in ("trainable_layers", "value_warmup_updates"):
+        for name in ("trainable_layers", "value_warmup_updates", "entropy_coef", "entropy_target",
+                     "entropy_adapt_rate"):  # fmt: skip
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.entropy_target > 0 and not self.entropy_coef <= self.entropy_coef_max:
+            raise ValueError(
+                f"entropy_coef_max ({self.entropy_coef_max}) must be >= entropy_coef ({self.entropy_coef}): "
+                "the adaptive coefficient moves between them"
+            )
 
     @property
     def rollout_size(self) -> int:

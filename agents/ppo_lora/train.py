@@ -29,7 +29,14 @@ from llm_gym.callbacks import Callback
 from llm_gym.envs.protocol import EnvTraits
 from llm_gym.errors import UnsupportedEnvError
 from llm_gym.lm.runtime import configure_threads
-from llm_gym.rl import compute_gae, cosine_schedule, explained_variance, linear_schedule
+from llm_gym.rl import (
+    adaptive_entropy_coef,
+    adaptive_kl_coef,
+    compute_gae,
+    cosine_schedule,
+    explained_variance,
+    linear_schedule,
+)
 from llm_gym.runs import Run
 from llm_gym.stats import mean_ci95
 from llm_gym.stepping import EnvStepper, make_vector_env
@@ -143,8 +150,11 @@ def train(
         counters, next_done, env_state = load_checkpoint(resume, ac, optimizer, scheduler, generator)
         ac.refresh()
         stepper.load_state_dict(env_state)
+        if counters.entropy_coef is None or config.entropy_target == 0:  # older checkpoint, or the floor turned off
+            counters.entropy_coef = config.entropy_coef
     else:
-        counters, next_done = Counters(kl_coef=config.kl_coef), torch.zeros(config.num_envs)
+        counters = Counters(kl_coef=config.kl_coef, entropy_coef=config.entropy_coef)
+        next_done = torch.zeros(config.num_envs)
         stepper.reset()
     engine = rollout_engine
     if config.rollout_backend == "vllm":
@@ -198,14 +208,21 @@ def train(
                 metrics = value_warmup_update(ac, rollout, returns, config, generator)
             else:
                 metrics = ppo_update(
-                    ac, strategy, optimizer, rollout, advantages, returns, config, generator, counters.kl_coef
-                )
+                    ac, strategy, optimizer, rollout, advantages, returns, config, generator, counters.kl_coef,
+                    counters.entropy_coef,
+                )  # fmt: skip
                 scheduler.step()
             if engine is not None and not warming:  # the next rollout acts with this update's adapter, never older
                 engine.sync(ac)
-            if config.kl_target > 0 and not warming:  # Ziegler et al. 2019: proportional control of the KL coefficient
-                error = float(np.clip(metrics["kl_ref"] / config.kl_target - 1.0, -0.2, 0.2))
-                counters.kl_coef *= 1.0 + error * config.rollout_size / config.kl_horizon
+            if config.kl_target > 0 and not warming:
+                counters.kl_coef = adaptive_kl_coef(
+                    counters.kl_coef, metrics["kl_ref"], config.kl_target, config.rollout_size, config.kl_horizon
+                )
+            if config.entropy_target > 0 and not warming:
+                counters.entropy_coef = adaptive_entropy_coef(
+                    counters.entropy_coef, metrics["entropy"], config.entropy_target, config.entropy_adapt_rate,
+                    config.entropy_coef, config.entropy_coef_max,
+                )  # fmt: skip
             # -- bookkeeping and logs ------------------------------------------------------------------------
             step_before = counters.global_step
             counters.global_step += config.rollout_size
@@ -223,6 +240,7 @@ def train(
                     if warming
                     else optimizer.param_groups[0]["lr"],
                     "charts/kl_coef": counters.kl_coef,
+                    "charts/entropy_coef": counters.entropy_coef,
                     "charts/invalid_action_rate": rollout.invalid / config.rollout_size,
                     "charts/raw_reward_per_1k_steps": 1000 * rollout.raw_reward / config.rollout_size,
                     "charts/decisions_per_second": config.rollout_size / collect_seconds,

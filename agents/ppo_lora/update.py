@@ -85,9 +85,12 @@ def ppo_update(
     config: PPOLoRAConfig,
     generator: torch.Generator,
     kl_coef: float,
+    entropy_coef: float | None = None,
 ) -> dict[str, float]:
     """Run up to ``update_epochs`` epochs of at most ``max_minibatches`` optimizer steps (fewer epochs when ``target_kl``
-    stops it); returns the mean of each logged quantity over the steps and ``epochs``, the epochs run."""
+    stops it); returns the mean of each logged quantity over the steps and ``epochs``, the epochs run.
+    ``entropy_coef``: the entropy bonus's coefficient now (``entropy_target`` moves it); None: the config's."""
+    entropy_coef = config.entropy_coef if entropy_coef is None else entropy_coef
     flat = _flatten(rollout)
     old_values = torch.stack([d.values for d in rollout.decisions]).flatten()
     advantages, returns = advantages.flatten(), returns.flatten()
@@ -114,8 +117,9 @@ def ppo_update(
                     chunk_advantages = step_advantages[offset : offset + len(index)]
                     offset += len(index)
                     losses, kl, loss = _chunk_loss(
-                        ac, strategy, flat, index, chunk_advantages, returns, old_values, config, kl_coef
-                    )
+                        ac, strategy, flat, index, chunk_advantages, returns, old_values, config, kl_coef,
+                        entropy_coef,
+                    )  # fmt: skip
                     (loss * (len(index) / size)).backward()
                     for key, value in (
                         ("policy_loss", losses.policy_loss),
@@ -199,6 +203,7 @@ def _chunk_loss(
     old_values: torch.Tensor,
     config: PPOLoRAConfig,
     kl_coef: float,
+    entropy_coef: float,
 ) -> tuple[PPOLosses, torch.Tensor, torch.Tensor]:
     """The strategy's losses of the decisions ``index`` (with their already normalised ``advantages``), the KL to
     the reference, and the weighted loss."""
@@ -206,5 +211,5 @@ def _chunk_loss(
     out, values = ac.top(hidden, batch, "train")
     targets = [advantages.to(values.device), *(t[index].to(values.device) for t in (returns, old_values))]
     stored = Stored(*([flat[k][i] for i in index] for k in STORED), *targets)
-    losses, kl = strategy.losses(Forward(out, values, batch), stored, config)
+    losses, kl = strategy.losses(Forward(out, values, batch), stored, config, entropy_coef)
     return losses, kl, losses.loss + kl_coef * kl

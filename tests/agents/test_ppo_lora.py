@@ -112,6 +112,34 @@ def test_score_mode_learns_the_rewarded_action(tmp_path: Path, tiny_model_dir: P
     } <= tags
 
 
+def test_an_entropy_floor_raises_the_bonus_while_the_policy_settles(tmp_path: Path, tiny_model_dir: Path) -> None:
+    from llm_gym.curves import read_scalars
+    from llm_gym.rl import adaptive_entropy_coef
+
+    # The bandit above with a floor of 0.8 nats: the tiny model starts almost certain of one colour (entropy ~0.05),
+    # so the coefficient climbs from the configured 0.01 after every update until the cap; the policy still learns
+    # blue, and ends less settled than the same run without the floor.
+    settings = dict(total_steps=12 * 32, kl_coef=0.01, entropy_coef=0.01)
+    plain, plain_run = _train(tmp_path / "plain", "TestColourBandit-v0", _config(tiny_model_dir, **settings))
+    config = _config(tiny_model_dir, **settings, entropy_target=0.8, entropy_coef_max=0.5)
+    summary, run = _train(tmp_path / "floor", "TestColourBandit-v0", config)
+    scalars, plain_scalars = read_scalars(run.path), read_scalars(plain_run.path)
+    entropy, coef = scalars["losses/entropy"][1], scalars["charts/entropy_coef"][1]
+    # Each update's coefficient is the controller's answer to the entropy that update measured.
+    expected, previous = [], 0.01
+    for value in entropy:
+        previous = adaptive_entropy_coef(previous, float(value), 0.8, 1.0, 0.01, 0.5)
+        expected.append(previous)
+    assert coef.tolist() == pytest.approx(expected, rel=1e-5)
+    assert coef[0] > 0.01 and coef[-1] == pytest.approx(0.5)
+    assert plain_scalars["charts/entropy_coef"][1].tolist() == pytest.approx([0.01] * 12)  # no target: as configured
+    assert entropy[-3:].mean() > 1.5 * plain_scalars["losses/entropy"][1][-3:].mean()
+    policy, _ = load_policy(run.path)
+    assert _blue_probability(policy) > 0.8
+    counters = torch.load(Path(summary["checkpoint"]) / "training.pt", weights_only=True)["counters"]
+    assert counters["entropy_coef"] == pytest.approx(coef[-1])
+
+
 def test_generate_mode_learns_on_a_text_action_env(tmp_path: Path, wider_model_dir: Path) -> None:
     config = _config(
         wider_model_dir,

@@ -21,8 +21,10 @@ ENV = "LLMBreakout-text-v0"
 
 
 def _settings(model: Path) -> dict:
-    # Two envs x 16 steps per update and a checkpoint after each: the kill lands between checkpoints.
-    rollout = dict(num_envs=2, num_steps=16, minibatch_size=16, update_epochs=1, lora_rank=4, kl_coef=0.05)
+    # Two envs x 16 steps per update and a checkpoint after each: the kill lands between checkpoints. An entropy
+    # floor above any four-action entropy raises the bonus at every update, so a resume that lost it would diverge.
+    rollout = dict(num_envs=2, num_steps=16, minibatch_size=16, update_epochs=1, lora_rank=4, kl_coef=0.05,
+                   entropy_target=2.0)  # fmt: skip
     return tiny_settings(model, total_steps=96, **rollout, eval_every=0, checkpoint_every=32, keep_checkpoints=5)
 
 

@@ -1,4 +1,4 @@
-"""GAE, PPO losses and schedules against values computed by hand."""
+"""GAE, PPO losses, schedules and adaptive coefficients against values computed by hand."""
 
 from __future__ import annotations
 
@@ -7,7 +7,15 @@ import math
 import pytest
 import torch
 
-from llm_gym.rl import compute_gae, cosine_schedule, explained_variance, linear_schedule, ppo_losses
+from llm_gym.rl import (
+    adaptive_entropy_coef,
+    adaptive_kl_coef,
+    compute_gae,
+    cosine_schedule,
+    explained_variance,
+    linear_schedule,
+    ppo_losses,
+)
 
 
 def test_gae_single_env_by_hand() -> None:
@@ -105,3 +113,23 @@ def test_schedules() -> None:
     assert cosine_schedule(0, 100, 1.0, 0.1, warmup=10) == pytest.approx(0.1)
     assert linear_schedule(25, 100, 1.0, 0.0) == pytest.approx(0.75)
     assert linear_schedule(500, 100, 1.0, 0.0) == 0.0
+
+
+def test_adaptive_kl_coef_by_hand() -> None:
+    # KL twice the target: the error is clipped to 0.2 and applied over batch / horizon of the horizon.
+    assert adaptive_kl_coef(0.1, kl=0.2, target=0.1, batch=32, horizon=100) == pytest.approx(0.1 * (1 + 0.2 * 0.32))
+    assert adaptive_kl_coef(0.1, kl=0.09, target=0.1, batch=100, horizon=100) == pytest.approx(0.1 * 0.9)
+
+
+def test_adaptive_entropy_coef_rises_below_the_target_and_returns_to_the_floor() -> None:
+    step = dict(target=0.5, rate=1.0, low=0.01, high=0.5)
+    # Entropy 0.25 is half the target: the relative error 0.5 raises the coefficient by e ** 0.5.
+    assert adaptive_entropy_coef(0.02, entropy=0.25, **step) == pytest.approx(0.02 * math.exp(0.5))
+    # A collapsed policy (entropy 0) raises it by at most e ** rate per update, and never past high.
+    assert adaptive_entropy_coef(0.02, entropy=0.0, **step) == pytest.approx(0.02 * math.e)
+    assert adaptive_entropy_coef(0.4, entropy=0.0, **step) == 0.5
+    # Above the target it falls, by at most e ** -rate, and never below low (the configured bonus).
+    assert adaptive_entropy_coef(0.1, entropy=0.75, **step) == pytest.approx(0.1 * math.exp(-0.5))
+    assert adaptive_entropy_coef(0.1, entropy=5.0, **step) == pytest.approx(0.1 / math.e)
+    assert adaptive_entropy_coef(0.012, entropy=1.0, **step) == 0.01
+    assert adaptive_entropy_coef(0.03, entropy=0.5, **step) == pytest.approx(0.03)
