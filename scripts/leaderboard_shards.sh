@@ -34,10 +34,6 @@ lm_breakout 0 --entry lm-smollm2-135m --env breakout-text --env breakout-ascii
 lm_breakout_fire 1 --entry lm-smollm2-135m --env breakout-fire-*
 lm_pong 2 --entry lm-smollm2-135m --env pong-text --env pong-ascii
 lm_pong_fire 3 --entry lm-smollm2-135m --env pong-fire-*
-sft_breakout 4 --entry sft-breakout-tracker
-ppo_from_sft 5 --entry ppo_lora-from-sft-breakout
-ppo_16 6 --entry ppo_lora-breakout-16env
-ppo_64 7 --entry ppo_lora-breakout-64env
 lm_mcts 8-10 --entry lm-smollm2-135m --env *-vs-mcts-*
 lm_rest 11-12 --entry lm-smollm2-135m --entry lm-smollm2-135m-generate --entry sft-tictactoe-solver --env *-vs-random --env trace-* --env tic_tac_toe-*
 base 13-15 --entry random --entry scripted --entry sb3_ppo-breakout-100k --entry nanogpt_ppo-breakout-100k --env *-fire-* --env breakout-ascii
