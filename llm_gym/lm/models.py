@@ -104,10 +104,21 @@ def _converted(gguf: Path) -> Path:
     target = model_cache_dir() / f"{gguf.stem}-{_fingerprint(gguf)}"
     if (target / "config.json").is_file():
         return target
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    import torch
 
     _require("gguf", "reading the default model's GGUF file", "lm")
     logging.getLogger(__name__).warning("converting %s to safetensors in %s (once)", gguf.name, target)
+    # Building the plain model initialises its weights from torch's global RNG. Without the fork, a seeded run's
+    # LoRA and value head drew other numbers on a machine's first use of the model than on every later use, so the
+    # same command and seed gave two different runs.
+    with torch.random.fork_rng(devices=[]):
+        _convert(gguf, target)
+    return target
+
+
+def _convert(gguf: Path, target: Path) -> None:
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     _special_tokens_from_gguf(tokenizer, gguf)
     quantized = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
@@ -131,7 +142,6 @@ def _converted(gguf: Path) -> Path:
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return target
 
 
 CONVERSION_VERSION = 2

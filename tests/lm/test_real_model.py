@@ -44,6 +44,20 @@ def test_default_model_is_cached_as_safetensors(real_lm) -> None:
     assert model.config.num_hidden_layers == 30 and "<|im_start|>" in tokenizer.chat_template
 
 
+def test_converting_the_model_leaves_torch_rng_where_it_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A seeded run draws its LoRA and value head after loading the model; the first use on a machine converts the
+    GGUF (building a randomly initialised model), which must not move the draws: same seed, same run."""
+    from llm_gym.lm.models import resolve_model
+
+    monkeypatch.setenv("LLM_GYM_MODEL_CACHE", str(tmp_path))
+    torch.manual_seed(1)
+    expected = torch.rand(4)
+    torch.manual_seed(1)
+    directory = Path(resolve_model("smollm2-135m"))
+    assert directory.parent == tmp_path and (directory / "model.safetensors").is_file()
+    assert torch.equal(torch.rand(4), expected)
+
+
 def test_the_conversion_takes_eos_and_padding_from_the_gguf_file(real_lm) -> None:
     """transformers 5.17 reads the default model's EOS as ``<|im_start|>`` (id 1); the file says ``<|im_end|>`` (2),
     and an adapter learns the id its answers end with, so the conversion applies the file's own ids."""
