@@ -162,10 +162,11 @@ class PPOLoRAConfig(LocalLMConfig):
                      "entropy_adapt_rate"):  # fmt: skip
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if self.entropy_target > 0 and not self.entropy_coef <= self.entropy_coef_max:
+        if self.entropy_target > 0 and not 0 < self.entropy_coef <= self.entropy_coef_max:
             raise ValueError(
-                f"entropy_coef_max ({self.entropy_coef_max}) must be >= entropy_coef ({self.entropy_coef}): "
-                "the adaptive coefficient moves between them"
+                f"entropy_target needs 0 < entropy_coef <= entropy_coef_max, got {self.entropy_coef} and "
+                f"{self.entropy_coef_max}: the floor multiplies the coefficient between them (for almost no bonus "
+                "above the target: --set entropy_coef=0.001)"
             )
 
     @property

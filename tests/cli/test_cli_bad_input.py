@@ -12,6 +12,7 @@ from llm_gym.testing import invoke
 
 PONG = ("--agent", "random", "--env", "LLMPong-v0")
 TTT = ("--agent", "random", "--env", "OpenSpiel-tic_tac_toe-v0")
+PPO_PONG = ("--agent", "ppo_lora", "--env", "LLMPong-v0")
 
 
 @pytest.mark.parametrize(
@@ -34,6 +35,10 @@ TTT = ("--agent", "random", "--env", "OpenSpiel-tic_tac_toe-v0")
             ["--max-steps, --num-envs do not apply: drop them"],
         ),
         (["play", *PONG, "--config", "."], ["config file '.' is a folder; pass a .toml (or .json) file"]),
+        (
+            ["train", *PPO_PONG, "--set", "entropy_target=0.5", "--set", "entropy_coef=0"],
+            ["entropy_target needs 0 < entropy_coef <= entropy_coef_max", "--set entropy_coef=0.001"],
+        ),
         (
             ["demos", "--env", "Trace-v0", "--out", "t.jsonl", "--set", "level=one"],
             ["level='one' is not a Trace level"],
