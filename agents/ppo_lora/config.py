@@ -114,8 +114,9 @@ class PPOLoRAConfig(LocalLMConfig):
     """Weight of the entropy bonus (with entropy_target: its floor, where the coefficient starts and returns to)."""
     entropy_target: float = training_only(0.0)
     """An entropy floor in nats (0 = off): after each update the entropy bonus's coefficient grows while the policy's
-    mean entropy on the rollout is below this and falls back towards entropy_coef above it, so the policy cannot
-    settle on one action before rare rewards have taught it anything (docs/ppo_lora.md, "An entropy floor")."""
+    mean entropy on the rollout is below this and falls back towards entropy_coef above it, so the sampled policy
+    keeps exploring. It does not keep the greedy action from being the same in every state (docs/ppo_lora.md,
+    "An entropy floor": on Breakout it rescued one seed and not another)."""
     entropy_adapt_rate: float = training_only(1.0)
     """entropy_target: the coefficient moves by at most a factor e ** rate per update (at an entropy of 0 or of
     twice the target)."""
