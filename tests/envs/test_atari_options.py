@@ -145,6 +145,7 @@ def test_envs_with_options_pass_gymnasiums_checker(kwargs: dict) -> None:
         ({"fire_on_reset": "yes"}, "fire_on_reset must be true or false"),
         ({"fire_on_reset": 1}, "fire_on_reset must be true or false"),
         ({"terminal_on_life_loss": None}, "terminal_on_life_loss must be true or false"),
+        ({"shaping_per_ball": "true"}, "shaping_per_ball must be true or false"),
     ],
 )
 def test_options_are_validated(kwargs: dict, message: str) -> None:

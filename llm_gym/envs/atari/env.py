@@ -49,7 +49,7 @@ class AtariSnapshot:
 
     ale_state: Any
     game_state: Any
-    potential: float
+    potential: float | None
     task_id: int
     continue_game: bool = False
     """The last episode ended on a life loss (``terminal_on_life_loss``): the next reset continues this game."""
@@ -68,6 +68,13 @@ class AtariLLMEnv(gym.Env):
         max_num_frames_per_episode: truncate after this many emulator frames (ALE v5: 108000).
         reward_shaping: coefficient of potential-based shaping (paddle-ball alignment); 0 turns it off.
         shaping_gamma: discount in the shaping term ``coef * (gamma * phi(s') - phi(s))``.
+        shaping_per_ball: sum the shaping over each ball's flight only: no shaping term on a step that loses the
+            ball, ends the episode or has no ball in play, and the potential starts again at the next serve. By
+            default the potential is 0 without a ball, so the step that loses it pays ``coef * |phi|`` back (the
+            paddle's distance from the ball at the loss: up to ``coef``, several bricks' worth); with this option a
+            ball lost away from the paddle keeps its cost. It is then no longer potential-based across a lost
+            ball (a policy that loses balls further from the paddle than they were served earns less than one
+            that never serves): train with ``fire_on_reset``, where nothing can stall.
         render_mode: ``rgb_array`` (the emulator frame) or ``ansi`` (the observation text).
         fire_on_reset: press FIRE after every reset and every life loss (SB3's ``FireResetEnv``), repeated while
             the game still waits for a serve (at most :data:`MAX_SERVE_PRESSES`), so a policy that never chooses
@@ -86,7 +93,7 @@ class AtariLLMEnv(gym.Env):
     """Env arguments the learning agents train with unless the user sets them (:func:`llm_gym.training.training_env`)."""
     evaluation_overrides: ClassVar[Mapping[str, Any]] = {"terminal_on_life_loss": False}
     """What every evaluation plays with whatever training used: whole games (:func:`llm_gym.training.evaluation_env`)."""
-    reward_only_args: ClassVar[frozenset[str]] = frozenset({"reward_shaping", "shaping_gamma"})
+    reward_only_args: ClassVar[frozenset[str]] = frozenset({"reward_shaping", "shaping_gamma", "shaping_per_ball"})
     """Arguments that change only the reward, not the game or what the policy sees (:func:`llm_gym.envs.catalog.reward_only_args`)."""
 
     def __init__(
@@ -99,6 +106,7 @@ class AtariLLMEnv(gym.Env):
         max_num_frames_per_episode: int | None = 108_000,
         reward_shaping: float = 0.0,
         shaping_gamma: float = 0.99,
+        shaping_per_ball: bool = False,
         render_mode: str | None = None,
         rows: int = 24,
         cols: int = 80,
@@ -110,13 +118,18 @@ class AtariLLMEnv(gym.Env):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
         _check_emulator_settings(frameskip, repeat_action_probability, max_num_frames_per_episode)
-        for name, value in (("fire_on_reset", fire_on_reset), ("terminal_on_life_loss", terminal_on_life_loss)):
+        flags = (
+            ("fire_on_reset", fire_on_reset), ("terminal_on_life_loss", terminal_on_life_loss),
+            ("shaping_per_ball", shaping_per_ball),
+        )  # fmt: skip
+        for name, value in flags:
             if type(value) is not bool:
                 raise ConfigError(f"{name} must be true or false, got {value!r}")
         self.game = GAMES[game](rows, cols)
         self.render_mode = render_mode
         self.reward_shaping = float(reward_shaping)
         self.shaping_gamma = float(shaping_gamma)
+        self.shaping_per_ball = shaping_per_ball
         self._ale_env = AtariEnv(
             game,
             obs_type="ram",
@@ -149,7 +162,7 @@ class AtariLLMEnv(gym.Env):
         self._tasks = [(m, d) for m in self.ale.getAvailableModes() for d in self.ale.getAvailableDifficulties()]
         self.task_id = 0
         self._state: Any = None
-        self._potential = 0.0
+        self._potential: float | None = 0.0  # phi of the last state; None: no ball in play (shaping_per_ball)
 
     # -- the gymnasium API -------------------------------------------------------------------------------------
 
@@ -178,18 +191,33 @@ class AtariLLMEnv(gym.Env):
         lives, self._last_action = self.ale.lives(), action_id(self, action, self._num_actions)
         ram, raw, terminated, truncated, ale_info = self._ale_env.step(self._last_action)
         self._state = self.game.read(ram, self._state)
-        if ale_info["lives"] < lives and not (terminated or truncated):
+        life_lost = ale_info["lives"] < lives
+        if life_lost and not (terminated or truncated):
             if self.terminal_on_life_loss:
                 terminated = self._continue_game = True
             elif self.fire_on_reset:
                 ram, served, terminated, truncated, ale_info = self._serve(ram, ale_info)
                 raw += served
-        reward = raw
-        if self.reward_shaping:
-            potential = 0.0 if terminated else self.game.potential(self._state)
-            reward = raw + self.reward_shaping * (self.shaping_gamma * potential - self._potential)
-            self._potential = potential
+        reward = raw + (self._shaping_term(terminated, life_lost) if self.reward_shaping else 0.0)
         return self._observe(self._state), reward, terminated, truncated, self._info(self._state, raw, reward, ale_info)
+
+    def _shaping_term(self, terminated: bool, life_lost: bool) -> float:
+        """``coef * (gamma * phi(s') - phi(s))`` for the step just taken, and remember ``phi(s')``."""
+        if not self.shaping_per_ball:
+            potential = 0.0 if terminated else self.game.potential(self._state)
+            term = self.reward_shaping * (self.shaping_gamma * potential - self._potential)
+            self._potential = potential
+            return term
+        previous, self._potential = self._potential, self._flight_potential(terminated)
+        if previous is None or self._potential is None or life_lost:  # a ball served, lost, or none in play
+            return 0.0
+        return self.reward_shaping * (self.shaping_gamma * self._potential - previous)
+
+    def _flight_potential(self, terminated: bool = False) -> float | None:
+        """``phi`` of the state now under ``shaping_per_ball``: None when no ball is in play or the episode ended."""
+        if terminated or not self.game.ball_in_play(self._state):
+            return None
+        return self.game.potential(self._state)
 
     def _serve(self, ram: np.ndarray, ale_info: dict[str, Any]) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Press FIRE (``fire_on_reset``) until the game no longer waits for a serve, at most
@@ -218,7 +246,7 @@ class AtariLLMEnv(gym.Env):
         raw = 0.0
         if self.fire_on_reset:
             ram, raw, _, _, ale_info = self._serve(ram, ale_info)
-        self._potential = self.game.potential(self._state)
+        self._potential = self._flight_potential() if self.shaping_per_ball else self.game.potential(self._state)
         return self._observe(self._state), self._info(self._state, raw, raw, ale_info)
 
     def render(self) -> Any:

@@ -121,9 +121,13 @@ class AtariGame(abc.ABC):
     def paddle_offset(self, state: Any) -> float:
         """The ball's signed distance from the player's paddle centre, along the axis the paddle moves on."""
 
+    def ball_in_play(self, state: Any) -> bool:
+        """Whether a ball is on the field (it is not between a loss or a point and the next serve)."""
+        return state.ball_x is not None
+
     def potential(self, state: Any) -> float:
         """Shaping potential in [-1, 0]: 0 when the paddle is lined up with the ball (or no ball is in play)."""
-        if state.ball_x is None:
+        if not self.ball_in_play(state):
             return 0.0
         return -abs(self.paddle_offset(state)) / self.offset_span
 
