@@ -65,15 +65,16 @@ def probe(source: str, states: list[tuple[str, dict, int]], batch: int) -> dict:
         _, details = policy.act_with_details([s[0] for s in chunk], [s[1] for s in chunk])
         probs.extend(d["probs"] for d in details)
     p, side = np.asarray(probs), np.asarray([s[2] for s in states])
-    towards = np.where(side > 0, p[:, names.index("RIGHT")], p[:, names.index("LEFT")])
-    away = np.where(side > 0, p[:, names.index("LEFT")], p[:, names.index("RIGHT")])
-    top_towards = np.where(side > 0, names.index("RIGHT"), names.index("LEFT")) == p.argmax(axis=1)
+    top, left, right = p.argmax(axis=1), names.index("LEFT"), names.index("RIGHT")
+    towards = np.where(side > 0, p[:, right], p[:, left])
+    away = np.where(side > 0, p[:, left], p[:, right])
+    top_towards = np.where(side > 0, right, left) == top
     by_side = {}
     for label, mask in (("ball left", side < 0), ("ball right", side > 0)):
         by_side[label] = {
             "states": int(mask.sum()),
             "mean_probs": {n: round(float(p[mask, i].mean()), 3) for i, n in enumerate(names)},
-            "top_action": {n: int((p[mask].argmax(axis=1) == i).sum()) for i, n in enumerate(names)},
+            "top_action": {n: int((top[mask] == i).sum()) for i, n in enumerate(names)},
         }
     return {
         "policy": source,
