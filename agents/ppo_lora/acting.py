@@ -174,8 +174,18 @@ def _ppo(config: PPOLoRAConfig, entropy_coef: float, *terms: torch.Tensor) -> PP
     )
 
 
+def choice_logprobs(out: PackedOutput, batch: PackedBatch, rows: int) -> torch.Tensor:
+    """(rows, choices) the policy's log-probabilities over each row's choices: a softmax of their log-likelihoods,
+    each offset by the batch's per-action bias where it has one (``action_prior=calibrated``)."""
+    seq = out.seq_logprobs
+    if batch.seq_bias is not None:
+        seq = seq + batch.seq_bias.to(seq.device, seq.dtype)
+    return categorical_logprobs(seq, batch.seq_row, rows)
+
+
 class ScoreMode:
-    """A categorical over the legal actions, from each action name's likelihood as the whole answer."""
+    """A categorical over the legal actions, from each action name's likelihood as the whole answer (offset per
+    action where the run calibrated the prior over action names: :mod:`llm_gym.agents.ppo_lora.calibration`)."""
 
     text_actions = False
 
@@ -197,7 +207,8 @@ class ScoreMode:
             )
         ]
         choices, logprobs = [], []
-        for loglik in engine.score(requests):
+        for loglik, (_, names) in zip(engine.score(requests), legal, strict=True):
+            loglik = loglik + np.array([ac.action_bias.get(name, 0.0) for name in names])  # as pack() offsets them
             logp = torch.from_numpy(loglik - np.logaddexp.reduce(loglik))
             pick = logp.argmax() if how.greedy else torch.multinomial(logp.exp(), 1, generator=how.generator)[0]
             choices.append(int(pick))
@@ -210,7 +221,7 @@ class ScoreMode:
         self, out: PackedOutput, batch: PackedBatch, options: list[Any], how: Sampling, picked: torch.Tensor | None
     ) -> Choice:
         rows = len(options)
-        logp = categorical_logprobs(out.seq_logprobs, batch.seq_row, rows).cpu()
+        logp = choice_logprobs(out, batch, rows).cpu()
         if picked is not None:
             sampled = picked
         elif how.greedy:
@@ -223,7 +234,7 @@ class ScoreMode:
 
     def reference(self, out: PackedOutput, batch: PackedBatch, continuations: Continuations) -> list[torch.Tensor]:
         rows = len(continuations)
-        logp = categorical_logprobs(out.seq_logprobs, batch.seq_row, rows).cpu()
+        logp = choice_logprobs(out, batch, rows).cpu()
         return [logp[i, : len(continuations[i])] for i in range(rows)]
 
     def losses(
@@ -231,7 +242,7 @@ class ScoreMode:
     ) -> tuple[PPOLosses, torch.Tensor]:
         out, values, batch = forward.out, forward.values, forward.batch
         rows, device = len(stored.choice), values.device
-        logp = categorical_logprobs(out.seq_logprobs, batch.seq_row, rows)
+        logp = choice_logprobs(out, batch, rows)
         new = logp.gather(1, torch.tensor(stored.choice, device=device)[:, None]).squeeze(1)
         old = torch.tensor(stored.logprob, device=device)
         entropy = categorical_entropy(logp)

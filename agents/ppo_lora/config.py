@@ -30,6 +30,15 @@ class PPOLoRAConfig(LocalLMConfig):
     """Cut a training episode after this many steps (bootstrapped as a time limit); 0: the env's own limit."""
     max_new_tokens: int = 16
     """generate mode: answer length budget."""
+    action_prior: Literal["model", "calibrated"] = training_only("model")
+    """score mode: model: the policy is the LM's likelihood of each action name, its prior over the names included;
+    calibrated: before the first rollout, fit one log-probability offset per action name so the starting policy
+    picks each action equally often on average over calibration_states states of random play (the offsets are kept
+    in the checkpoint and used wherever it acts; docs/ppo_lora.md, "Calibrating the prior over action names"). A
+    run warm-started from a checkpoint with offsets keeps those."""
+    calibration_states: int = training_only(256)
+    """action_prior=calibrated: states the offsets are fitted on (random legal play in envs seeded apart from
+    training's; about 10 s for 256 Breakout states on a 2-core CPU)."""
     score_with_end: bool = True
     """score mode: score each action name followed by the chat template's end-of-answer token, so a name that is a
     prefix of another ("1" vs "10") gets the probability of being the whole answer."""
@@ -153,10 +162,15 @@ class PPOLoRAConfig(LocalLMConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         positive = ("num_envs", "num_steps", "minibatch_size", "max_minibatches", "update_epochs", "lora_rank",
-                    "value_warmup_epochs")  # fmt: skip
+                    "value_warmup_epochs", "calibration_states")  # fmt: skip
         for name in (*positive, "max_new_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.action_prior == "calibrated" and self.action_mode != "score":
+            raise ValueError(
+                "action_prior=calibrated offsets the scored action names: it needs action_mode=score (generate mode "
+                "samples free text, which has no per-action prior to offset)"
+            )
         if not 0 < self.rollout_memory_share < 1 or self.rollout_kv_cache_gib <= 0:
             raise ValueError("rollout_memory_share must be in (0, 1) and rollout_kv_cache_gib > 0")
         for name in ("trainable_layers", "value_warmup_updates", "entropy_coef", "entropy_target",

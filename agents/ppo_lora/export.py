@@ -3,6 +3,8 @@ checkpoint as a standalone model directory.
 
 ``--merge`` folds the adapter into the base weights and writes a model that ``AutoModelForCausalLM.from_pretrained``
 loads with no peft installed; without it the adapter is copied as is (``PeftModel.from_pretrained`` loads it).
+A run with ``action_prior=calibrated`` acts with a per-action offset the weights do not hold: ``action_bias.json``
+is copied beside them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Annotated, Literal
 
 import typer
 
+from llm_gym.agents.ppo_lora.calibration import ACTION_BIAS_FILE
 from llm_gym.cli.common import cli_errors, console
 from llm_gym.errors import CheckpointError, ConfigError
 
@@ -60,12 +63,20 @@ def export(
             tokenizer.save_pretrained(tmp)
         else:
             shutil.copytree(adapter, tmp)
+        # The weights cannot hold a calibrated run's per-action offsets: they travel beside them.
+        if (source / ACTION_BIAS_FILE).is_file():
+            shutil.copy2(source / ACTION_BIAS_FILE, tmp / ACTION_BIAS_FILE)
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp.rename(out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     what = "merged model" if merge else "adapter"
     console.print(f"{what} from {source} written to {out}")
+    if (out / ACTION_BIAS_FILE).is_file():
+        console.print(
+            f"the run calibrated its prior over action names: add the offsets in {out / ACTION_BIAS_FILE} to each "
+            "action name's log-likelihood before the softmax to act as it does"
+        )
 
 
 def register(app: typer.Typer) -> None:

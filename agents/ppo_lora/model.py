@@ -16,6 +16,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
+from llm_gym.agents.ppo_lora.calibration import save_action_bias
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.tokens import check_tokenizer_record, write_tokenizer_record
 from llm_gym.errors import ConfigError
@@ -70,6 +71,7 @@ class ActorCritic:
         self.split = SplitLM(self.model, self.split_layer)
         self.pad_id = self.tokenizer.pad_token_id
         self.use_instructions(instructions)
+        self.set_action_bias({})
         if adapter is not None:
             check_tokenizer_record(Path(adapter), self.tokenizer, self.builder.answer_end_ids)
 
@@ -134,6 +136,12 @@ class ActorCritic:
         """Token ids of each action name as a whole answer (score mode)."""
         return [self.builder.choice_ids(n, self.config.score_with_end) for n in names]
 
+    def set_action_bias(self, bias: dict[str, float]) -> None:
+        """The per-action offsets of ``action_prior=calibrated`` (:mod:`llm_gym.agents.ppo_lora.calibration`), added
+        to each action name's log-likelihood in every batch :meth:`pack` makes; empty: none."""
+        self.action_bias = dict(bias)
+        self._bias_of_tokens = {tuple(self.choices([name])[0]): value for name, value in self.action_bias.items()}
+
     def pack(
         self,
         prompts: Sequence[Sequence[int]],
@@ -141,7 +149,11 @@ class ActorCritic:
         continuations: Sequence[Sequence[Sequence[int]]],
     ) -> PackedBatch:
         prefix_length = self.bottom_prefix.length if self.bottom_prefix else 0
-        return pack(prompts, uses_prefix, continuations, prefix_length, self.pad_id)
+        batch = pack(prompts, uses_prefix, continuations, prefix_length, self.pad_id)
+        if self._bias_of_tokens:  # keyed by the scored tokens: the stored decisions of an update carry no names
+            bias = [self._bias_of_tokens.get(tuple(c), 0.0) for row in continuations for c in row]
+            batch.seq_bias = torch.tensor(bias, dtype=torch.float32)
+        return batch
 
     def bottom(self, batch: PackedBatch) -> torch.Tensor:
         """Hidden states entering the first trainable layer (no gradients: those layers are frozen)."""
@@ -171,10 +183,12 @@ class ActorCritic:
     # -- saving ------------------------------------------------------------------------------------------------
 
     def save(self, directory: Path) -> None:
-        """Adapter via ``save_pretrained`` (plain peft loads it onto the base model) and the value head."""
+        """Adapter via ``save_pretrained`` (plain peft loads it onto the base model), the value head and any
+        per-action offsets."""
         self.model.save_pretrained(str(directory / ADAPTER_DIR))
         write_tokenizer_record(directory / ADAPTER_DIR, self.tokenizer, self.builder.answer_end_ids)
         torch.save(self.value_head.state_dict(), directory / VALUE_HEAD_FILE)
+        save_action_bias(directory, self.action_bias)
 
     def load_value_head(self, directory: Path) -> None:
         """The value head saved beside a checkpoint's adapter, onto this model's device (a checkpoint made on a GPU

@@ -19,6 +19,13 @@ import torch
 from llm_gym import training
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.acting import LivePolicy, Strategy, strategy_for
+from llm_gym.agents.ppo_lora.calibration import (
+    CALIBRATION_SEED_OFFSET,
+    calibration_rows,
+    fit_action_bias,
+    load_action_bias,
+    mean_probabilities,
+)
 from llm_gym.agents.ppo_lora.checkpoint import Counters, init_checkpoint, load_checkpoint, save_checkpoint
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.engine import EngineStoppedError, RolloutEngine, require_vllm
@@ -70,16 +77,35 @@ def _lr_factor(config: PPOLoRAConfig, total_updates: int):
 
 def initial_actor_critic(config: PPOLoRAConfig, instructions: str, resume: Path | None) -> ActorCritic:
     """The model a run starts from: the run's own checkpoint on --resume, else ``init_adapter``'s adapter and value
-    head (a warm start, e.g. from sft), else a fresh LoRA."""
+    head (a warm start, e.g. from sft), else a fresh LoRA; with the starting checkpoint's per-action offsets where it
+    has them (they go with the adapter they were trained with)."""
     if resume:
-        return ActorCritic(config, instructions, adapter=resume / ADAPTER_DIR)
+        ac = ActorCritic(config, instructions, adapter=resume / ADAPTER_DIR)
+        ac.set_action_bias(load_action_bias(resume))
+        return ac
     if not config.init_adapter:
         return ActorCritic(config, instructions)
     start = init_checkpoint(config.init_adapter)
     ac = ActorCritic(config, instructions, adapter=start / ADAPTER_DIR)
     if (start / VALUE_HEAD_FILE).is_file():
         ac.load_value_head(start)
+    ac.set_action_bias(load_action_bias(start))
     return ac
+
+
+def calibrate(ac: ActorCritic, env: EnvConfig, config: PPOLoRAConfig, run: Run) -> None:
+    """``action_prior=calibrated`` on a run that starts without offsets: fit them on the starting policy and log the
+    offsets and each action's mean probability before and after (``calibration/*`` at step 0)."""
+    rows = calibration_rows(
+        ac, env, config.calibration_states, config.seed + CALIBRATION_SEED_OFFSET, config.max_episode_steps
+    )
+    bias = fit_action_bias(rows)
+    before, after = mean_probabilities(rows), mean_probabilities(rows, bias)
+    ac.set_action_bias(bias)
+    scalars = {f"calibration/bias/{name}": value for name, value in bias.items()}
+    scalars |= {f"calibration/prob_before/{name}": p for name, p in before.items()}
+    scalars |= {f"calibration/prob_after/{name}": p for name, p in after.items()}
+    run.log_scalars(0, scalars)
 
 
 def evaluate(
@@ -135,6 +161,8 @@ def train(
     strategy = strategy_for(config)
     resume = run.resumed_from
     ac = initial_actor_critic(config, traits.instructions, resume)
+    if config.action_prior == "calibrated" and not resume and not ac.action_bias:
+        calibrate(ac, env, config, run)
     params = ac.trainable_parameters()
     optimizer = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=config.weight_decay)
     # The schedule is over the updates that train the policy: value warm-up updates neither count nor step it.
@@ -299,6 +327,7 @@ def train(
         "final_eval_sampled_score": sampled[-1][2] if sampled else None,
         "model": config.model,
         "action_mode": config.action_mode,
+        "action_bias": dict(ac.action_bias),
         "train_history": counters.train_history,
         "mean_return": _recent_mean(counters.train_history, 1),
         "mean_raw_return": _recent_mean(counters.train_history, 2),

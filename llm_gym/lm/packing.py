@@ -46,6 +46,9 @@ class PackedBatch:
     """(S,) row of each continuation."""
     seq_lengths: torch.Tensor
     """(S,) tokens in each continuation."""
+    seq_bias: torch.Tensor | None = None
+    """(S,) a fixed offset added to each continuation's log-likelihood before the softmax over its row's choices
+    (a policy's per-action prior correction, set by whoever packs for it); None: no offset."""
 
     @property
     def prefix_length(self) -> int:

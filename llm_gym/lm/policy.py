@@ -39,6 +39,8 @@ class LMPolicy:
         seed: seed of the sampling RNG.
         history: earlier turns of the episode shown before each observation (0: none). The envs must be made with
             ``history=`` at least this (:mod:`llm_gym.envs.history`); :attr:`env_kwargs` asks ``play`` for it.
+        action_bias: score mode: a log-probability offset per action name, added to its likelihood before the
+            softmax (a ``ppo_lora`` run's calibrated prior over action names); names not in it get 0.
     """
 
     def __init__(
@@ -52,6 +54,7 @@ class LMPolicy:
         max_new_tokens: int = 16,
         seed: int = 0,
         history: int = 0,
+        action_bias: Mapping[str, float] | None = None,
     ) -> None:
         self.backend, self.env_id, self.mode = backend, env.env_id, mode
         self.history = max(0, history)
@@ -60,6 +63,7 @@ class LMPolicy:
         if mode == "score" and self.traits.text_actions:
             raise UnsupportedEnvError(f"{env.env_id} takes free text as its action; use --set action_mode=generate")
         self.greedy, self.temperature, self.max_new_tokens = greedy, temperature, max_new_tokens
+        self.action_bias = dict(action_bias or {})
         self.rng = np.random.default_rng(seed)
         self.seed = seed
         self.decisions = 0
@@ -95,6 +99,8 @@ class LMPolicy:
             else (self.backend.score(requests), None)
         )
         for k, (loglik, (ids, names)) in enumerate(zip(scores, legal, strict=True)):
+            if self.action_bias:
+                loglik = np.asarray(loglik) + np.array([self.action_bias.get(name, 0.0) for name in names])
             logp = loglik - np.logaddexp.reduce(loglik)
             probs = np.exp(logp) / np.exp(logp).sum()
             index = int(np.argmax(logp)) if self.greedy else int(self.rng.choice(len(ids), p=probs))
