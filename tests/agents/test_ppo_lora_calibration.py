@@ -161,3 +161,38 @@ def test_a_warm_start_keeps_the_offsets_and_export_copies_them(calibrated_run, t
     assert result.exit_code == 0, result.output
     assert json.loads((out / ACTION_BIAS_FILE).read_text()) == pytest.approx(bias)
     assert "calibrated its prior" in " ".join(result.output.split())
+
+
+def test_the_update_recomputes_the_rollouts_offset_log_probabilities(calibrated_run) -> None:
+    # The PPO ratio is the offset policy's: a stored decision re-packed for the update gets its offsets back, so the
+    # recomputed log-probability of the action taken is the one the rollout stored (ratio 1 before any step).
+    from llm_gym.agents.ppo_lora.acting import choice_logprobs, strategy_for
+    from llm_gym.agents.ppo_lora.model import ActorCritic
+    from llm_gym.agents.ppo_lora.rollout import collect
+    from llm_gym.agents.ppo_lora.update import _flatten, stored_batch
+    from llm_gym.envs.protocol import EnvTraits
+    from llm_gym.stepping import EnvStepper, make_vector_env
+
+    checkpoint, config, _ = calibrated_run
+    # A fresh LoRA (it starts as the base model) with the run's offsets: policy and reference are the same policy.
+    ac = ActorCritic(config, EnvTraits.probe(EnvConfig(ENV)).instructions)
+    ac.set_action_bias(load_action_bias(checkpoint))
+    stepper = EnvStepper(make_vector_env(EnvConfig(ENV), 2, text_actions=False), seed=5)
+    stepper.reset()
+    try:
+        rollout = collect(ac, strategy_for(config), stepper, dataclasses.replace(config, num_steps=3), ENV,
+                          torch.Generator().manual_seed(0), torch.zeros(2), with_reference=True)  # fmt: skip
+    finally:
+        stepper.close()
+    flat = _flatten(rollout)
+    index = list(range(len(flat["prompts"])))
+    batch, hidden = stored_batch(ac, flat, index)
+    assert batch.seq_bias is not None
+    with torch.no_grad():
+        out, _ = ac.top(hidden, batch, "train")
+    logp = choice_logprobs(out, batch, len(index))
+    taken = logp.gather(1, torch.tensor(flat["choice"])[:, None]).squeeze(1)
+    assert taken.tolist() == pytest.approx(flat["logprob"], abs=1e-4)
+    # The reference (the adapter switched off) carries the same offsets, so the KL to it starts at 0.
+    reference = torch.stack(flat["reference"])
+    torch.testing.assert_close(reference, logp.cpu(), atol=1e-4, rtol=0)
