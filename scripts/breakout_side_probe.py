@@ -6,7 +6,7 @@ moving towards the ball is the useful action. Each policy scores every state onc
 play), and the report gives, for balls left and right of the paddle, the mean probability of each action, the
 share of states whose most likely action moves towards the ball, and the tracking margin: P(towards) - P(away)
 averaged over all states (0 for a policy that ignores the ball's side, 1 for one that always moves towards it). A
-policy that is greedy-constant shows the same top action on both sides (docs/ppo_lora.md).
+policy that is greedy-constant shows the same top action on both sides (docs/ppo_lora_breakout.md).
 
     python scripts/breakout_side_probe.py zero-shot runs/RUN/checkpoints/step_N [...] [--states 400] [--json OUT]
 """

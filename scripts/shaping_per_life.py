@@ -3,7 +3,7 @@
 Plays the real game with the env arguments `ppo_lora` trains with (``fire_on_reset``, ``terminal_on_life_loss``,
 ``reward_shaping``) and, for each policy, averages over lives: the whole return (undiscounted), its shaping part,
 the game points and the steps. Constant policies and uniform random play are what an LM's policy falls into
-when its greedy action stops depending on the state (docs/ppo_lora.md); the ``scripted`` tracker is the play the
+when its greedy action stops depending on the state (docs/ppo_lora_breakout.md); the ``scripted`` tracker is the play the
 shaping is meant to lead to. Run it once per shaping mode to see which of them each mode ranks first:
 
     python scripts/shaping_per_life.py --lives 100                      # potential 0 without a ball (default)

@@ -34,7 +34,7 @@ class PPOLoRAConfig(LocalLMConfig):
     """score mode: model: the policy is the LM's likelihood of each action name, its prior over the names included;
     calibrated: before the first rollout, fit one log-probability offset per action name so the starting policy
     picks each action equally often on average over calibration_states states of random play (the offsets are kept
-    in the checkpoint and used wherever it acts; docs/ppo_lora.md, "Calibrating the prior over action names"). A
+    in the checkpoint and used wherever it acts; docs/ppo_lora_breakout.md, "Calibrating the prior over action names"). A
     run warm-started from a checkpoint with offsets keeps those."""
     calibration_states: int = training_only(256)
     """action_prior=calibrated: states the offsets are fitted on (random legal play in envs seeded apart from
@@ -124,7 +124,7 @@ class PPOLoRAConfig(LocalLMConfig):
     entropy_target: float = training_only(0.0)
     """An entropy floor in nats (0 = off): after each update the entropy bonus's coefficient grows while the policy's
     mean entropy on the rollout is below this and falls back towards entropy_coef above it, so the sampled policy
-    keeps exploring. It does not keep the greedy action from being the same in every state (docs/ppo_lora.md,
+    keeps exploring. It does not keep the greedy action from being the same in every state (docs/ppo_lora_breakout.md,
     "An entropy floor": on Breakout it rescued one seed and not another)."""
     entropy_adapt_rate: float = training_only(1.0)
     """entropy_target: the coefficient moves by at most a factor e ** rate per update (at an entropy of 0 or of
