@@ -1,0 +1,42 @@
+"""Every relative link in the README and the docs points at a file that exists and, where it names a heading
+(``page.md#anchor``), at a heading that page has: moving a section between pages must move its links too."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
+
+
+def anchors(page: Path) -> set[str]:
+    """GitHub's heading anchors of a page: lower case, punctuation other than - and _ dropped, spaces to -."""
+    found = set()
+    for line in FENCE.sub("", page.read_text()).splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            found.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return found
+
+
+def relative_links(page: Path) -> list[str]:
+    text = FENCE.sub("", page.read_text())
+    return [t for t in LINK.findall(text) if not re.match(r"[a-z]+:", t)]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_resolve(page: Path) -> None:
+    broken = []
+    for target in relative_links(page):
+        path, _, anchor = target.partition("#")
+        file = (page.parent / path).resolve() if path else page
+        if not file.exists():
+            broken.append(f"{target}: no such file")
+        elif anchor and file.suffix == ".md" and anchor not in anchors(file):
+            broken.append(f"{target}: {file.name} has no heading with that anchor")
+    assert not broken, f"{page.relative_to(ROOT)}: " + "; ".join(broken)
