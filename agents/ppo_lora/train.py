@@ -95,7 +95,8 @@ def initial_actor_critic(config: PPOLoRAConfig, instructions: str, resume: Path 
 
 def calibrate(ac: ActorCritic, env: EnvConfig, config: PPOLoRAConfig, run: Run) -> None:
     """``action_prior=calibrated`` on a run that starts without offsets: fit them on the starting policy and log the
-    offsets and each action's mean probability before and after (``calibration/*`` at step 0)."""
+    offsets, each action's mean probability before and after, and the seconds it took (``calibration/*`` at step 0)."""
+    started = time.perf_counter()
     rows = calibration_rows(
         ac, env, config.calibration_states, config.seed + CALIBRATION_SEED_OFFSET, config.max_episode_steps
     )
@@ -105,7 +106,7 @@ def calibrate(ac: ActorCritic, env: EnvConfig, config: PPOLoRAConfig, run: Run) 
     scalars = {f"calibration/bias/{name}": value for name, value in bias.items()}
     scalars |= {f"calibration/prob_before/{name}": p for name, p in before.items()}
     scalars |= {f"calibration/prob_after/{name}": p for name, p in after.items()}
-    run.log_scalars(0, scalars)
+    run.log_scalars(0, scalars | {"calibration/seconds": time.perf_counter() - started})
 
 
 def evaluate(

@@ -120,6 +120,7 @@ def test_a_calibrated_run_keeps_its_offsets_and_plays_as_it_trained(calibrated_r
     assert any(abs(v) > 1e-3 for v in bias.values()), "a random tiny model has a prior over the names"
     scalars = read_scalars(checkpoint.parent.parent)
     after = [float(scalars[f"calibration/prob_after/{name}"][1][0]) for name in NAMES]
+    assert float(scalars["calibration/seconds"][1][0]) > 0
     assert after == pytest.approx([0.25] * 4, abs=1e-4)
     # Every checkpoint carries the same offsets (fitted once, before the first rollout).
     for step in ("step_16", "step_32"):
