@@ -38,7 +38,8 @@ class PPOLoRAConfig(LocalLMConfig):
     run warm-started from a checkpoint with offsets keeps those."""
     calibration_states: int = training_only(256)
     """action_prior=calibrated: states the offsets are fitted on (random legal play in envs seeded apart from
-    training's; about 10 s for 256 Breakout states on a 2-core CPU)."""
+    training's; one forward pass per state: 256 Breakout states took 33 s on a 2-core CPU shared with two other
+    jobs)."""
     score_with_end: bool = True
     """score mode: score each action name followed by the chat template's end-of-answer token, so a name that is a
     prefix of another ("1" vs "10") gets the probability of being the whole answer."""
