@@ -36,6 +36,7 @@ from llm_gym.lm.backends import GenerateRequest, LMBackend, ScoreRequest
 from llm_gym.lm.forward import PackedOutput
 from llm_gym.lm.generation import generate, stop_token_ids
 from llm_gym.lm.packing import PackedBatch
+from llm_gym.lm.policy import with_action_bias
 from llm_gym.lm.prompts import Turns
 from llm_gym.lm.scoring import categorical_entropy, categorical_kl, categorical_logprobs, choice_table
 from llm_gym.rl import PPOLosses, ppo_losses
@@ -208,7 +209,7 @@ class ScoreMode:
         ]
         choices, logprobs = [], []
         for loglik, (_, names) in zip(engine.score(requests), legal, strict=True):
-            loglik = loglik + np.array([ac.action_bias.get(name, 0.0) for name in names])  # as pack() offsets them
+            loglik = with_action_bias(loglik, names, ac.action_bias)  # as pack() offsets the training forward
             logp = torch.from_numpy(loglik - np.logaddexp.reduce(loglik))
             pick = logp.argmax() if how.greedy else torch.multinomial(logp.exp(), 1, generator=how.generator)[0]
             choices.append(int(pick))

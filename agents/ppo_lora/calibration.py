@@ -44,36 +44,37 @@ def fit_action_bias(
     log-probabilities over them), the mean probability of each action under ``softmax(logp + offset)`` equals its
     mean under a uniform choice among the legal actions. Fixed-point iteration (each step moves every offset by the
     log of its target over its current mean); the offsets are centred on 0, which changes no probability."""
-    names = sorted({name for legal, _ in rows for name in legal})
-    column = {name: i for i, name in enumerate(names)}
-    logp = np.full((len(rows), len(names)), -np.inf)
-    for k, (legal, values) in enumerate(rows):
-        logp[k, [column[name] for name in legal]] = np.asarray(values, dtype=np.float64)
+    names, logp = _table(rows)
     legal_mask = np.isfinite(logp)
     target = (legal_mask / legal_mask.sum(1, keepdims=True)).mean(0)
     bias = np.zeros(len(names))
     for _ in range(iterations):
-        mean = _softmax_rows(logp + bias).mean(0)
-        step = np.log(target) - np.log(mean)
+        step = np.log(target) - np.log(_softmax_rows(logp + bias).mean(0))
         bias = bias + step
         bias -= bias.mean()
         if np.abs(step).max() < tolerance:
             break
-    return {name: float(bias[column[name]]) for name in names}
+    return dict(zip(names, bias.tolist(), strict=True))
 
 
 def mean_probabilities(
     rows: Sequence[tuple[Sequence[str], np.ndarray]], bias: Mapping[str, float] | None = None
 ) -> dict[str, float]:
     """Each action's mean probability over ``rows`` (0 where it is not legal), with the ``bias`` offsets applied."""
-    bias = bias or {}
-    sums: dict[str, float] = {}
-    for legal, values in rows:
-        offsets = np.array([bias.get(name, 0.0) for name in legal])
-        probs = _softmax_rows(np.asarray(values, dtype=np.float64)[None] + offsets)[0]
-        for name, p in zip(legal, probs, strict=True):
-            sums[name] = sums.get(name, 0.0) + float(p)
-    return {name: total / len(rows) for name, total in sorted(sums.items())}
+    names, logp = _table(rows)
+    offsets = np.array([(bias or {}).get(name, 0.0) for name in names])
+    return dict(zip(names, _softmax_rows(logp + offsets).mean(0).tolist(), strict=True))
+
+
+def _table(rows: Sequence[tuple[Sequence[str], np.ndarray]]) -> tuple[list[str], np.ndarray]:
+    """The action names of ``rows`` (sorted) and a (states, names) table of their log-probabilities, -inf where an
+    action is not legal."""
+    names = sorted({name for legal, _ in rows for name in legal})
+    column = {name: i for i, name in enumerate(names)}
+    logp = np.full((len(rows), len(names)), -np.inf)
+    for k, (legal, values) in enumerate(rows):
+        logp[k, [column[name] for name in legal]] = np.asarray(values, dtype=np.float64)
+    return names, logp
 
 
 def _softmax_rows(logits: np.ndarray) -> np.ndarray:

@@ -21,9 +21,16 @@ from llm_gym.envs.protocol import EnvConfig, EnvTraits, legal_choices, step_inst
 from llm_gym.errors import UnsupportedEnvError
 from llm_gym.lm.backends import GenerateRequest, LMBackend, ScoreRequest
 
-__all__ = ["ActionMode", "EnvTraits", "LMPolicy", "legal_choices"]
+__all__ = ["ActionMode", "EnvTraits", "LMPolicy", "legal_choices", "with_action_bias"]
 
 ActionMode = Literal["score", "generate"]
+
+
+def with_action_bias(loglik: Any, names: Sequence[str], bias: Mapping[str, float]) -> np.ndarray:
+    """Each legal action's log-likelihood plus its name's offset in ``bias`` (0 for names not in it): the scores of
+    a policy that calibrated its prior over action names (``ppo_lora``'s ``action_prior=calibrated``)."""
+    loglik = np.asarray(loglik)
+    return loglik + np.array([bias.get(name, 0.0) for name in names]) if bias else loglik
 
 
 class LMPolicy:
@@ -99,8 +106,7 @@ class LMPolicy:
             else (self.backend.score(requests), None)
         )
         for k, (loglik, (ids, names)) in enumerate(zip(scores, legal, strict=True)):
-            if self.action_bias:
-                loglik = np.asarray(loglik) + np.array([self.action_bias.get(name, 0.0) for name in names])
+            loglik = with_action_bias(loglik, names, self.action_bias)
             logp = loglik - np.logaddexp.reduce(loglik)
             probs = np.exp(logp) / np.exp(logp).sum()
             index = int(np.argmax(logp)) if self.greedy else int(self.rng.choice(len(ids), p=probs))
