@@ -92,7 +92,9 @@ class Policy(Protocol):
     ASCII grid size). ``llm-gym play`` applies them, with the user's ``--env-arg`` on top (see
     :func:`policy_env_kwargs`). A demonstrator may also have an ``action_values(observations, infos)`` method: its
     value of each legal action for the player to move, parallel to ``info["legal_actions"]`` (an exact solver's
-    minimax values, say); demonstrations record them (see :func:`policy_action_values`).
+    minimax values, say); demonstrations record them (see :func:`policy_action_values`). A policy that acts from a
+    distribution over actions may have a ``greedy`` bool attribute: True takes the most likely action, False samples
+    one (``llm-gym play --sample`` sets it; see :func:`sampling_policy`).
     """
 
     def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> Sequence[Action]:
@@ -109,6 +111,20 @@ def policy_action_values(
     if method is None:
         return None
     return [tuple(float(v) for v in row) for row in method(observations, infos)]
+
+
+def sampling_policy(policy: Policy, agent: str) -> Policy:
+    """``policy`` set to sample its actions from its distribution instead of taking the most likely one (its
+    ``greedy`` attribute set to False). A policy without one (a scripted or exact player) raises one line."""
+    from llm_gym.errors import ConfigError
+
+    if not isinstance(getattr(policy, "greedy", None), bool):
+        raise ConfigError(
+            f"{agent}'s policy has no sampled play (policies with a distribution over actions have: the LM agents, "
+            "nanogpt_ppo): drop --sample"
+        )
+    policy.greedy = False  # type: ignore[attr-defined]
+    return policy
 
 
 def policy_env_kwargs(policy: Policy) -> dict[str, Any]:

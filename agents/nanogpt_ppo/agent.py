@@ -46,7 +46,8 @@ class NanoGPTPPOAgent(Agent):
         else:
             torch.manual_seed(self.config.seed)
             model = NanoGPTActorCritic(network_shape(self.config, trained_env)).to(device)
-        return NanoGPTPolicy(model, deterministic=True, env_kwargs=trained_env.kwargs)
+        # seed: the sampler's, for `llm-gym play --sample --seed N` (greedy play draws nothing).
+        return NanoGPTPolicy(model, deterministic=True, seed=self.config.seed, env_kwargs=trained_env.kwargs)
 
     def resume_only_files(self) -> tuple[str, ...]:
         """``training.pt``: the optimiser, RNG states, counters and rollout buffer position."""

@@ -103,6 +103,15 @@ class NanoGPTPolicy:
         self.device = next(model.parameters()).device
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
 
+    @property
+    def greedy(self) -> bool:
+        """The name every sampling policy shares for ``deterministic`` (``llm-gym play --sample`` sets it)."""
+        return self.deterministic
+
+    @greedy.setter
+    def greedy(self, value: bool) -> None:
+        self.deterministic = value
+
     def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
         return self.act_with_details(observations, infos)[0]
 

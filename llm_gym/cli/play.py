@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from llm_gym.agent import EnvConfig, check_untrained_settings, load_policy, policy_env_kwargs
+from llm_gym.agent import EnvConfig, check_untrained_settings, load_policy, policy_env_kwargs, sampling_policy
 from llm_gym.cli.checkpoint_settings import checkpoint_overrides
 from llm_gym.cli.common import (
     AgentOption,
@@ -64,12 +64,23 @@ def play(
     opponent: Annotated[
         str | None, typer.Option("--opponent", help="OpenSpiel opponent: random or mcts (= --env-arg opponent=...).")
     ] = None,
+    sample: Annotated[
+        bool,
+        typer.Option(
+            "--sample",
+            help="Sample each action from the policy's distribution (seeded by --seed) instead of taking the most "
+            "likely one.",
+        ),
+    ] = False,
 ) -> None:
     """Play EPISODES episodes and print each return and the mean with a 95% confidence interval; with --task-ids,
     also the win rate and mean score per game.
 
     With --checkpoint, the agent and (unless --env is given) the env are the checkpoint's; --config, --set and
-    --seed change how it plays, --model and --backend only where its weights can play that way."""
+    --seed change how it plays, --model and --backend only where its weights can play that way.
+
+    Play is greedy unless --sample: then a policy with a distribution over actions (the LM agents, nanogpt_ppo)
+    samples from it, so greedy and sampled play of one checkpoint can be compared on the same seeds."""
     if video is not None:
         check_video_path(video)
     env_kwargs = parse_env_args(env_args)
@@ -99,6 +110,8 @@ def play(
         check_untrained_settings(agent_cls, config)
         policy = agent_cls(config).policy(EnvConfig(env, env_kwargs))
         agent_name, env_id = agent, env
+    if sample:
+        policy = sampling_policy(policy, agent_name)
     # A policy may carry the env arguments it was trained with (e.g. nanogpt_ppo's grid size); --env-arg wins.
     env_config = EnvConfig(env_id, {**policy_env_kwargs(policy), **env_kwargs})
     if checkpoint is not None:
@@ -136,6 +149,7 @@ def play(
         "steps": steps,
         "steps_per_second": clock.rate(steps),
         "video": str(video) if video else None,
+        "sampled": sample,
     }
     if ids is not None:
         for row, task_id in zip(report["episodes"], ids, strict=True):
@@ -144,7 +158,9 @@ def play(
     if as_json:
         print_json(report)
         return
-    table = Table("episode", "seed", "return", "length", title=f"{agent_name} on {env_id}")
+    table = Table(
+        "episode", "seed", "return", "length", title=f"{agent_name} on {env_id}" + (" (sampled)" if sample else "")
+    )
     for i, r in enumerate(results):
         table.add_row(str(i), str(r.seed), f"{r.episode_return:g}", str(r.length) + (" (cut)" if r.truncated else ""))
     console.print(table)

@@ -215,6 +215,10 @@ def test_cli_trains_and_plays_a_checkpoint(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["episodes"][0]["length"] == 25  # stderr has a note: FIRE on reset left out
+    sampled = ["play", "--checkpoint", str(checkpoint), "--episodes", "1", "--max-steps", "25", "--sample", "--json"]
+    result = runner.invoke(app, sampled)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["sampled"] is True
 
 
 def test_playing_a_checkpoint_says_which_env_args_its_training_used_that_the_play_leaves_out(tmp_path: Path) -> None:
