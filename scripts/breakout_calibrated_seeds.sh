@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Issue 15: the calibrated 64-env Breakout recipe (docs/ppo_lora_breakout.md, "Calibrating the prior over action
+# names") for several training seeds side by side (one GPU holds them all), then greedy play of each run's newest
+# checkpoint on seeds 100-107, 108-115 and 10,000-10,007. The checkpoints are copied with `llm-gym copy-policy`
+# first (no optimizer state), small enough to bring back from a lent GPU machine.
+# Measured on an H100 on 2026-11-27 with SEEDS="2 3 4 5", then "6 7 8 9": 150 s of training per run, four at a time.
+# CPU smoke version (its numbers mean nothing):
+#   SEEDS=2 STEPS=64 ENVS=4 THREADS=1 GAMES=1 CUT=30 EXTRA="--set calibration_states=16" \
+#       scripts/breakout_calibrated_seeds.sh
+# TRAIN_S / PLAY_S (seconds) cut a run or a play that would outlast a lease; OUT, if set, gets a tarball of the
+# copies, the logs and the scalars.
+set -u
+OUT=${OUT:-}; W=${W:-runs/calibrated_seeds}; LLM=${LLM:-llm-gym}
+SEEDS=${SEEDS:-"2 3 4 5"}; STEPS=${STEPS:-16384}; ENVS=${ENVS:-64}; TRAIN_S=${TRAIN_S:-36000}; THREADS=${THREADS:-3}
+PLAY_S=${PLAY_S:-3600}; GAMES=${GAMES:-8}; CUT=${CUT:-1000}; EXTRA=${EXTRA:-"--set dtype=float32"}
+mkdir -p "$W"
+t0=$(date +%s)
+for s in $SEEDS; do
+  timeout "$TRAIN_S" $LLM train --agent ppo_lora --env LLMBreakout-text-v0 --env-arg reward_shaping=10 \
+    --set trainable_layers=4 --set learning_rate=1e-3 --set kl_coef=0 --set reward_scale=0.1 --set total_steps="$STEPS" \
+    --set checkpoint_every=2048 --set keep_checkpoints=10 --set eval_episodes=0 --set threads="$THREADS" \
+    --set progress=false --set num_envs="$ENVS" --set num_steps=16 --set max_minibatches=16 --set entropy_coef=0.01 \
+    --set seed="$s" --set action_prior=calibrated $EXTRA --run-dir "$W/seed$s" > "$W/train-$s.log" 2>&1 &
+done
+newest() {  # RUN: the name of its newest step_N checkpoint, or nothing
+  ls "$1/checkpoints" 2>/dev/null | grep step_ | sort -t_ -k2 -n | tail -1
+}
+# Progress every 30 s (the newest checkpoint of each run), for a log that is only read at the end.
+( while sleep 30; do
+    echo "t=$(( $(date +%s) - t0 ))s $(for s in $SEEDS; do echo -n "seed$s:$(newest "$W/seed$s") "; done)"
+  done ) &
+mon=$!
+wait $(jobs -p | grep -v "^$mon$") 2>/dev/null
+kill $mon 2>/dev/null
+echo "training done at t=$(( $(date +%s) - t0 ))s"
+for s in $SEEDS; do
+  tail -3 "$W/train-$s.log"
+  last=$(newest "$W/seed$s")
+  [ -n "$last" ] || { echo "seed $s: no checkpoint"; continue; }
+  rm -rf "$W/pol-seed$s"
+  $LLM copy-policy "$W/seed$s/checkpoints/$last" "$W/pol-seed$s" > /dev/null 2>&1 || echo "seed $s: copy-policy failed"
+  for p in 100 108 10000; do
+    timeout "$PLAY_S" $LLM play --checkpoint "$W/pol-seed$s" --env LLMBreakout-text-v0 --env-arg fire_on_reset=true \
+      --max-steps "$CUT" --episodes "$GAMES" --num-envs 8 --seed "$p" --set threads=1 --json \
+      > "$W/pol-seed$s/play-$p.json" 2> "$W/pol-seed$s/play-$p.err" &
+  done
+done
+wait
+echo "plays done at t=$(( $(date +%s) - t0 ))s"
+python3 - "$W" $SEEDS <<'PY'
+import json, sys
+from pathlib import Path
+w = Path(sys.argv[1])
+for s in sys.argv[2:]:
+    row = []
+    for p in (100, 108, 10000):
+        f = w / f"pol-seed{s}" / f"play-{p}.json"
+        try:
+            d = json.loads(f.read_text())
+            games = [e["return"] for e in d["episodes"]]
+            row.append(f"{p}: {d['mean_return']:.2f} +- {d['ci95']:.2f} {games}")
+        except Exception as exc:  # a play cut by its timeout leaves no JSON
+            row.append(f"{p}: none ({type(exc).__name__})")
+    print(f"seed {s}:", " | ".join(row))
+PY
+[ -z "$OUT" ] || { mkdir -p "$OUT" && (cd "$W" && tar czf "$OUT/runs.tgz" pol-seed* train-*.log seed*/summary.json seed*/tb); }
