@@ -67,6 +67,9 @@ class Decisions:
     """(rows,) value estimates."""
     engine_logprob: torch.Tensor
     """(rows,) log pi(action) as the rollout engine computed it when it picked the action (nan without one)."""
+    probs: list[torch.Tensor]
+    """Score mode: per row, the policy's probability of each legal action, in option order (what the rollout's
+    action statistics are made of); generate mode: empty tensors."""
 
 
 @dataclass
@@ -101,8 +104,9 @@ class Stored:
 
 Continuations = list[list[list[int]]]
 """Per row, the token sequences scored for it."""
-Choice = tuple[list[Any], torch.Tensor, torch.Tensor, list[torch.Tensor]]
-"""(actions, chosen continuation per row, log pi(action) per row, per-row token log-probs)."""
+Choice = tuple[list[Any], torch.Tensor, torch.Tensor, list[torch.Tensor], list[torch.Tensor]]
+"""(actions, chosen continuation per row, log pi(action) per row, per-row token log-probs, per-row probability of
+each legal action in option order (score mode; empty tensors in generate mode))."""
 
 
 @dataclass
@@ -231,7 +235,8 @@ class ScoreMode:
             sampled = torch.multinomial(logp.exp(), 1, generator=how.generator)
         choice = sampled.reshape(rows)
         actions = [options[i][int(choice[i])] for i in range(rows)]
-        return actions, choice, logp.gather(1, choice[:, None]).squeeze(1), [torch.empty(0)] * rows
+        probs = [logp[i, : len(options[i])].exp() for i in range(rows)]
+        return actions, choice, logp.gather(1, choice[:, None]).squeeze(1), [torch.empty(0)] * rows, probs
 
     def reference(self, out: PackedOutput, batch: PackedBatch, continuations: Continuations) -> list[torch.Tensor]:
         rows = len(continuations)
@@ -303,7 +308,7 @@ class GenerateMode:
         rows = len(options)
         token_logprobs = _per_row(out.token_logprobs, batch.seq_row[batch.target_seq], rows)
         logprob = torch.stack([t.sum() for t in token_logprobs])
-        return list(options), torch.zeros(rows, dtype=torch.long), logprob, token_logprobs
+        return list(options), torch.zeros(rows, dtype=torch.long), logprob, token_logprobs, [torch.empty(0)] * rows
 
     def reference(self, out: PackedOutput, batch: PackedBatch, continuations: Continuations) -> list[torch.Tensor]:
         return _per_row(out.token_logprobs, batch.seq_row[batch.target_seq], len(continuations))
@@ -363,7 +368,7 @@ def act(
     batch = ac.pack([p.ids for p in prompts], [p.uses_prefix for p in prompts], continuations)
     hidden = ac.bottom(batch)
     out, values = ac.top(hidden, batch, "rollout")
-    actions, choice, logprob, token_logprobs = strategy.choose(out, batch, options, how, picked)
+    actions, choice, logprob, token_logprobs, probs = strategy.choose(out, batch, options, how, picked)
     reference = [torch.empty(0)] * rows
     if with_reference:
         reference = strategy.reference(ac.top(hidden, batch, "reference")[0], batch, continuations)
@@ -380,6 +385,7 @@ def act(
         reference=reference,
         values=values.cpu(),
         engine_logprob=engine_logprob.float(),
+        probs=probs,
     )
 
 

@@ -94,8 +94,9 @@ class PPOLoRAConfig(LocalLMConfig):
     """Normalise advantages to mean 0, std 1 over the whole rollout (rollout), over each optimizer step's decisions
     (minibatch: the usual PPO code; noisy when a minibatch holds few reward events), or not at all (none)."""
     target_kl: float = training_only(0.0)
-    """Stop an update's epochs early once the mean approximate KL(old || new) of an epoch exceeds this; 0 = never.
-    (Not kl_target, which steers the KL to the reference model.)"""
+    """Stop an update before the first optimizer step whose minibatch's approximate KL(old || new) exceeds 1.5 x this
+    (SB3's rule: it bounds how far one update moves the policy, the first epoch included); 0 = never. (Not
+    kl_target, which steers the KL to the reference model.)"""
     gamma: float = training_only(0.99)
     """Discount."""
     gae_lambda: float = training_only(0.95)

@@ -14,6 +14,7 @@ import torch
 from llm_gym.agents.ppo_lora.acting import Decisions, Strategy, act, rules_of, turns_of
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
+from llm_gym.envs.protocol import legal_choices
 from llm_gym.lm.backends import LMBackend
 from llm_gym.lm.prompts import Turns
 from llm_gym.stepping import EnvStepper, Episode
@@ -34,6 +35,22 @@ class Rollout:
     """The game's own reward summed over the rollout (seen before any episode ends)."""
     last_value: torch.Tensor | None = None
     last_done: torch.Tensor | None = None
+    action_probs: dict[str, float] = field(default_factory=dict)
+    """Score mode: per action name, the policy's probability of it summed over the rollout's decisions."""
+    greedy_actions: Counter[str] = field(default_factory=Counter)
+    """Score mode: per action name, the decisions in which it was the most likely action."""
+    scored: int = 0
+    """Score mode: the decisions counted in ``action_probs`` and ``greedy_actions``."""
+
+    def count_actions(self, probs: list[torch.Tensor], names: list[list[str]]) -> None:
+        """Add one step's decisions (per row, the probability of each legal action and the actions' names)."""
+        for row, row_names in zip(probs, names, strict=True):
+            if row.numel() == 0:  # generate mode: no distribution over named actions
+                continue
+            for name, p in zip(row_names, row.tolist(), strict=True):
+                self.action_probs[name] = self.action_probs.get(name, 0.0) + p
+            self.greedy_actions[row_names[int(row.argmax())]] += 1
+            self.scored += 1
 
     def stacked(self) -> dict[str, torch.Tensor]:
         return {
@@ -80,6 +97,8 @@ def collect(
             engine=engine,
         )
         rules = rules_of(ac, stepper.infos)  # the episodes in play (a finished one's env is reset in the step)
+        if any(row.numel() for row in decisions.probs):
+            rollout.count_actions(decisions.probs, [legal_choices(info, env_id)[1] for info in stepper.infos])
         result = stepper.step(decisions.actions)
         truncated_values = torch.zeros(len(stepper))
         if result.final_observations:
@@ -121,6 +140,24 @@ def engine_gap(rollout: Rollout) -> dict[str, float]:
         return {}
     gap = (engine - torch.cat([d.logprob for d in rollout.decisions]).float()).abs()
     return {"charts/engine_logprob_gap_max": float(gap.max()), "charts/engine_logprob_gap_mean": float(gap.mean())}
+
+
+MAX_LOGGED_ACTIONS = 18
+"""Action statistics are logged per name up to this many names (ALE's full action set); a board game's hundreds of
+moves would flood the log."""
+
+
+def action_scalars(rollout: Rollout) -> dict[str, float]:
+    """``policy/mean_prob/<action>`` (the policy's mean probability of it over the rollout's decisions, 0 where it
+    was not legal) and ``policy/greedy_share/<action>`` (the share of decisions in which it was the most likely
+    action: a greedy policy that is about to play one action everywhere shows one share near 1 while sampling still
+    looks varied). Nothing in generate mode or for more than :data:`MAX_LOGGED_ACTIONS` names."""
+    if not rollout.scored or len(rollout.action_probs) > MAX_LOGGED_ACTIONS:
+        return {}
+    scalars = {f"policy/mean_prob/{name}": p / rollout.scored for name, p in rollout.action_probs.items()}
+    for name in rollout.action_probs:
+        scalars[f"policy/greedy_share/{name}"] = rollout.greedy_actions[name] / rollout.scored
+    return scalars
 
 
 def rollout_arrays(rollout: Rollout) -> dict[str, np.ndarray]:

@@ -87,8 +87,9 @@ def ppo_update(
     kl_coef: float,
     entropy_coef: float | None = None,
 ) -> dict[str, float]:
-    """Run up to ``update_epochs`` epochs of at most ``max_minibatches`` optimizer steps (fewer epochs when ``target_kl``
-    stops it); returns the mean of each logged quantity over the steps and ``epochs``, the epochs run.
+    """Run up to ``update_epochs`` epochs of at most ``max_minibatches`` optimizer steps, stopping before the first
+    step whose minibatch has moved more than 1.5 x ``target_kl`` from the rollout's policy (SB3's rule); returns the
+    mean of each logged quantity over the steps taken, ``epochs`` (the epochs begun) and ``optimizer_steps``.
     ``entropy_coef``: the entropy bonus's coefficient now (``entropy_target`` moves it); None: the config's."""
     entropy_coef = config.entropy_coef if entropy_coef is None else entropy_coef
     flat = _flatten(rollout)
@@ -100,11 +101,13 @@ def ppo_update(
     params = [p for group in optimizer.param_groups for p in group["params"]]
     sums: dict[str, float] = defaultdict(float)
     steps = epochs = 0
+    moved_too_far = False
     ac.model.train()
     try:
         for _ in range(config.update_epochs):
+            if moved_too_far:
+                break
             epochs += 1
-            epoch_kl, epoch_steps = 0.0, 0
             for chunks in minibatches(samples, config, generator):
                 size = sum(len(chunk) for chunk in chunks)
                 step_advantages = advantages[[i for chunk in chunks for i in chunk]]
@@ -131,19 +134,21 @@ def ppo_update(
                         ("loss", loss),
                     ):
                         step_sums[key] += float(value.detach()) * len(index) / size
+                # The KL is of this minibatch under the weights before this step: past the bound, the update
+                # has moved far enough from the policy that collected the rollout, and stops without this step.
+                if config.target_kl > 0 and step_sums["approx_kl"] > 1.5 * config.target_kl:
+                    moved_too_far = True
+                    break
                 step_sums["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm))
                 optimizer.step()
                 steps += 1
-                epoch_steps += 1
-                epoch_kl += step_sums["approx_kl"]
                 for key, value in step_sums.items():
                     sums[key] += value
-            if config.target_kl > 0 and epoch_kl / max(epoch_steps, 1) > config.target_kl:
-                break
     finally:
         ac.model.eval()
         ac.refresh()
-    return {**{key: value / max(steps, 1) for key, value in sums.items()}, "epochs": float(epochs)}
+    means = {key: value / max(steps, 1) for key, value in sums.items()}
+    return {**means, "epochs": float(epochs), "optimizer_steps": float(steps)}
 
 
 def value_features(ac: ActorCritic, flat: dict[str, list], size: int) -> torch.Tensor:
