@@ -10,7 +10,14 @@ import gymnasium as gym
 import typer
 
 from llm_gym import __version__
-from llm_gym.agent import EnvConfig, Policy, check_untrained_settings, load_policy, policy_env_kwargs
+from llm_gym.agent import (
+    EnvConfig,
+    Policy,
+    check_untrained_settings,
+    load_policy,
+    policy_env_kwargs,
+    sampling_policy,
+)
 from llm_gym.cli.checkpoint_settings import checkpoint_overrides
 from llm_gym.cli.common import (
     BackendOption,
@@ -80,6 +87,14 @@ def demos(
             "opponent move, one line per distinct decision (small deterministic turn-based OpenSpiel games).",
         ),
     ] = False,
+    sample: Annotated[
+        bool,
+        typer.Option(
+            "--sample",
+            help="Sample each action from the policy's distribution (seeded by --seed) instead of taking the most "
+            "likely one: varied demonstrations from one checkpoint.",
+        ),
+    ] = False,
     model: ModelOption = None,
     backend: BackendOption = None,
     sets: SetOption = None,
@@ -88,7 +103,9 @@ def demos(
     as_json: JsonOption = False,
 ) -> None:
     """Write demonstrations: one JSONL line per decision with the exact chat messages the LM agents see and the
-    answer (the action's name as score mode rates it; Trace: the expected stdout), seeds and provenance."""
+    answer (the action's name as score mode rates it; Trace: the expected stdout), seeds and provenance.
+
+    The policy plays greedily unless --sample (the LM agents, nanogpt_ppo); every line's source says which."""
     if env is None or out is None:
         raise ConfigError("demos needs --env ID and --out FILE.jsonl (and --agent NAME or a checkpoint directory)")
     env_spec(env)
@@ -105,7 +122,7 @@ def demos(
     episodes = DEFAULT_EPISODES if episodes is None else episodes
     tasks = episode_task_ids(TaskRange.parse(task_ids), episodes, seed) if task_ids is not None else None
 
-    policy, source, env_kwargs = _source(agent, env, env_kwargs, sets, config_file, model, backend, seed)
+    policy, source, env_kwargs = _source(agent, env, env_kwargs, sets, config_file, model, backend, seed, sample)
     env_config = EnvConfig(env, env_kwargs)
     _check_text_env(env_config)
     if all_replies:
@@ -134,13 +151,17 @@ def _check_tree_options(**given: object) -> None:
 
 def _source(
     agent: str, env: str, env_kwargs: dict[str, Any], sets: list[str] | None, config_file: Path | None,
-    model: str | None, backend: str | None, seed: int,
+    model: str | None, backend: str | None, seed: int, sample: bool,
 ) -> tuple[Policy | None, dict[str, Any], dict[str, Any]]:  # fmt: skip
     """(the policy or None for ground truth, the provenance every line carries, the env arguments to play with)."""
-    base = {"checkpoint": None, "llm_gym_version": __version__}
+    base = {"checkpoint": None, "sampled": sample, "llm_gym_version": __version__}
     if agent == GROUND_TRUTH:
         if env_family(env) != "trace":
             raise UnsupportedEnvError(f"ground truth demos come from Trace-v0's generator, not {env}; use --agent NAME")
+        if sample:
+            raise ConfigError(
+                "ground_truth answers with the expected stdout, there is nothing to sample: drop --sample"
+            )
         settings = parse_assignments(sets or [], what="--set")
         unknown = sorted(set(settings) - {"level"})
         if unknown or config_file or model or backend:
@@ -155,10 +176,12 @@ def _source(
         return None, {"agent": GROUND_TRUTH, "config": config, **base}, env_kwargs
     directory = Path(agent)
     if directory.is_dir():
-        overrides = checkpoint_overrides(
-            directory, config_file=config_file, sets=sets, model=model, backend=backend
+        overrides = checkpoint_overrides(  # sampled play draws from --seed, greedy play keeps the saved config's seed
+            directory, config_file=config_file, sets=sets, model=model, backend=backend, seed=seed if sample else None
         )  # as `play --checkpoint` takes them; the played config goes into every line's provenance
         policy, owner = load_policy(directory, EnvConfig(env, env_kwargs), overrides)
+        if sample:
+            policy = sampling_policy(policy, owner.name)
         source = {"agent": owner.name, "config": to_dict(owner.config), **base, "checkpoint": str(directory)}
         return policy, source, {**policy_env_kwargs(policy), **env_kwargs}
     if "/" in agent or agent.startswith("."):
@@ -169,6 +192,8 @@ def _source(
     )
     check_untrained_settings(agent_cls, config)
     policy = agent_cls(config).policy(EnvConfig(env, env_kwargs))
+    if sample:
+        policy = sampling_policy(policy, agent)
     return policy, {"agent": agent, "config": to_dict(config), **base}, {**policy_env_kwargs(policy), **env_kwargs}
 
 
@@ -197,6 +222,7 @@ def _report(summary: DemoSummary, source: dict[str, Any], env: EnvConfig, as_jso
         "env_args": dict(env.kwargs),
         "agent": source["agent"],
         "checkpoint": source["checkpoint"],
+        "sampled": source["sampled"],
         "episodes": summary.episodes,
         "decisions": summary.decisions,
         "mean_return": mean_return,
@@ -211,7 +237,8 @@ def _report(summary: DemoSummary, source: dict[str, Any], env: EnvConfig, as_jso
         print_json(report)
         return
     console.print(
-        f"{summary.decisions} decisions from {summary.episodes} episodes of {source['agent']} on {env.env_id} "
+        f"{summary.decisions} decisions from {summary.episodes} episodes of {source['agent']}"
+        f"{' (sampled)' if source['sampled'] else ''} on {env.env_id} "
         f"-> {summary.path}\nepisode return {mean_return:.2f} ± {return_ci:.2f}, game score {mean_score:.2f} ± "
         f"{score_ci:.2f} (95% CI), {summary.truncated} cut at --max-steps"
         + (f"; {summary.unnamed} illegal actions left out" if summary.unnamed else "")

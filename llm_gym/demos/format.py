@@ -10,7 +10,7 @@ One line is one :class:`DemoRecord`::
      "env_id": "LLMBreakout-text-v0", "env_args": {"fire_on_reset": true},
      "seed": 0, "episode": 0, "step": 12, "task_id": null,
      "action": 3, "reward": 0.0, "return_to_go": 5.0, "episode_return": 5.0, "episode_score": 5.0,
-     "source": {"agent": "scripted", "config": {}, "checkpoint": null, "llm_gym_version": "0.1.0"}}
+     "source": {"agent": "scripted", "config": {}, "checkpoint": null, "sampled": false, "llm_gym_version": "0.1.0"}}
 
 * ``messages`` come from :mod:`llm_gym.lm.prompts` (``chat_messages``), the code that builds the prompts of
   ``ppo_lora``, ``llm-gym play`` and the zero-shot agent, so a model fine-tuned on them sees exactly what it will be
@@ -79,7 +79,8 @@ class DemoRecord:
     episode_score: float = 0.0
     """The finished episode's game score (``info["score"]`` at its end; the return where the env has none)."""
     source: Mapping[str, Any] = field(default_factory=dict)
-    """Who decided: ``agent``, ``config``, ``checkpoint``, ``llm_gym_version`` (and, for ground truth, how)."""
+    """Who decided: ``agent``, ``config``, ``checkpoint``, ``sampled`` (the policy sampled its actions instead of
+    taking the most likely one: ``llm-gym demos --sample``), ``llm_gym_version`` (and, for ground truth, how)."""
 
     @property
     def answer(self) -> str:

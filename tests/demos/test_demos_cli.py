@@ -113,6 +113,21 @@ def test_a_checkpoint_plays_through_its_play_path(tmp_path: Path) -> None:
     assert records[0].source["checkpoint"] == summary["checkpoint"]
     assert records[0].env_args == {"fire_on_reset": True}
     assert all(r.answer in ("NOOP", "FIRE", "RIGHT", "LEFT") for r in records)
+    assert records[0].source["sampled"] is False
+
+    # --sample: the same checkpoint draws its actions, seeded by --seed; the lines say so.
+    def sampled(seed: int, name: str) -> list[str]:
+        path = tmp_path / name
+        _demos("--agent", summary["checkpoint"], "--env", "LLMBreakout-text-v0", "--env-arg", "fire_on_reset=true",
+               "--episodes", "1", "--max-steps", "20", "--sample", "--seed", str(seed), "--out", str(path))  # fmt: skip
+        lines = read_demos(path)
+        assert all(r.source["sampled"] is True and r.seed == seed for r in lines)
+        return [r.answer for r in lines]
+
+    first = sampled(7, "s7.jsonl")
+    # A tiny, barely trained model is close to uniform over 4 actions: 20 draws show more than one of them.
+    assert len(set(first)) > 1
+    assert sampled(7, "s7_again.jsonl") == first
 
 
 @pytest.mark.parametrize(
@@ -126,6 +141,9 @@ def test_a_checkpoint_plays_through_its_play_path(tmp_path: Path) -> None:
         (["--agent", "runs/none", "--env", "LLMBreakout-text-v0"], "no such checkpoint or run directory"),
         (["--env", "LLMBreakout-text-v0"], "demos needs --agent"),
         (["--agent", "scripted", "--env", "OpenSpiel-tic_tac_toe-v0"], "scripted agent knows Breakout and Pong"),
+        (["--agent", "scripted", "--env", "LLMBreakout-text-v0", "--sample"],
+         "scripted's policy has no sampled play"),
+        (["--env", "Trace-v0", "--sample"], "nothing to sample: drop --sample"),
     ],
 )  # fmt: skip
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path, args: list[str], needle: str) -> None:
