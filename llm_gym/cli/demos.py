@@ -123,6 +123,8 @@ def demos(
     tasks = episode_task_ids(TaskRange.parse(task_ids), episodes, seed) if task_ids is not None else None
 
     policy, source, env_kwargs = _source(agent, env, env_kwargs, sets, config_file, model, backend, seed, sample)
+    if sample and policy is not None:  # ground truth refused --sample in _source
+        policy = sampling_policy(policy, source["agent"])
     env_config = EnvConfig(env, env_kwargs)
     _check_text_env(env_config)
     if all_replies:
@@ -180,8 +182,6 @@ def _source(
             directory, config_file=config_file, sets=sets, model=model, backend=backend, seed=seed if sample else None
         )  # as `play --checkpoint` takes them; the played config goes into every line's provenance
         policy, owner = load_policy(directory, EnvConfig(env, env_kwargs), overrides)
-        if sample:
-            policy = sampling_policy(policy, owner.name)
         source = {"agent": owner.name, "config": to_dict(owner.config), **base, "checkpoint": str(directory)}
         return policy, source, {**policy_env_kwargs(policy), **env_kwargs}
     if "/" in agent or agent.startswith("."):
@@ -192,8 +192,6 @@ def _source(
     )
     check_untrained_settings(agent_cls, config)
     policy = agent_cls(config).policy(EnvConfig(env, env_kwargs))
-    if sample:
-        policy = sampling_policy(policy, agent)
     return policy, {"agent": agent, "config": to_dict(config), **base}, {**policy_env_kwargs(policy), **env_kwargs}
 
 
