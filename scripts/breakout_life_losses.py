@@ -27,9 +27,11 @@ LAST_STEPS = 9  # actions counted before the ball reaches the paddle row: about 
 
 
 def play(source: str, games: int, seed: int, max_steps: int) -> list[list[dict]]:
-    """Every step of ``games`` greedy games: paddle x, ball x/y, lives, score and the action taken."""
+    """Every step of ``games`` greedy games: paddle x, ball y, the ball's offset from the paddle centre (None with
+    no ball in play), lives, score and the action taken."""
     policy, _ = load_policy(source, EnvConfig(ENV_ID, {"fire_on_reset": True}), {"threads": 1})
     envs = [gym.make(ENV_ID, fire_on_reset=True, max_episode_steps=max_steps) for _ in range(games)]
+    game = envs[0].unwrapped.game
     obs, infos = map(list, zip(*(env.reset(seed=seed + i) for i, env in enumerate(envs)), strict=True))
     logs: list[list[dict]] = [[] for _ in envs]
     running = list(range(games))
@@ -38,8 +40,9 @@ def play(source: str, games: int, seed: int, max_steps: int) -> list[list[dict]]
         for i, action in zip(list(running), actions, strict=True):
             state, names = infos[i]["game_state"], list(infos[i]["action_names"])
             index = names.index(action) if isinstance(action, str) else int(action)
+            offset = game.paddle_offset(state) if game.ball_in_play(state) else None
             logs[i].append(
-                {"paddle_x": state.paddle_x, "ball_x": state.ball_x, "ball_y": state.ball_y, "lives": state.lives}
+                {"paddle_x": state.paddle_x, "ball_y": state.ball_y, "offset": offset, "lives": state.lives}
                 | {"score": state.score, "action": names[index]}
             )
             obs[i], _, terminated, truncated, infos[i] = envs[i].step(index)
@@ -66,7 +69,7 @@ def life_losses(logs: list[list[dict]]) -> list[dict]:
             step = game[j]
             losses.append(
                 {
-                    "offset": step["ball_x"] + 1 - (step["paddle_x"] + PADDLE_WIDTH / 2),
+                    "offset": step["offset"],
                     "paddle_x": step["paddle_x"],
                     "actions": Counter(s["action"] for s in game[max(0, j - LAST_STEPS + 1) : j + 1]),
                 }
@@ -74,11 +77,19 @@ def life_losses(logs: list[list[dict]]) -> list[dict]:
     return losses
 
 
+def against_wall(paddle_x: int) -> str | None:
+    """``left`` or ``right`` for a paddle touching that wall, else None."""
+    if paddle_x <= LEFT_WALL:
+        return "left"
+    return "right" if paddle_x >= RIGHT_WALL - PADDLE_WIDTH else None
+
+
 def summarise(source: str, logs: list[list[dict]]) -> dict:
     losses = life_losses(logs)
-    in_play = [s for game in logs for s in game if s.get("ball_x") is not None]
-    at_right = sum(s["paddle_x"] >= RIGHT_WALL - PADDLE_WIDTH for s in in_play)
-    at_left = sum(s["paddle_x"] <= LEFT_WALL for s in in_play)
+    in_play = [s for game in logs for s in game if s.get("offset") is not None]
+    walls = Counter(against_wall(s["paddle_x"]) for s in in_play)
+    loss_walls = Counter(against_wall(loss["paddle_x"]) for loss in losses)
+    steps = max(len(in_play), 1)
     actions: Counter = Counter()
     for loss in losses:
         actions.update(loss["actions"])
@@ -88,14 +99,14 @@ def summarise(source: str, logs: list[list[dict]]) -> dict:
         "games": len(logs),
         "game_scores": [game[-1]["score"] for game in logs],
         "steps_with_ball_in_play": len(in_play),
-        "share_of_those_against_left_wall": round(at_left / max(len(in_play), 1), 3),
-        "share_of_those_against_right_wall": round(at_right / max(len(in_play), 1), 3),
+        "share_of_those_against_left_wall": round(walls["left"] / steps, 3),
+        "share_of_those_against_right_wall": round(walls["right"] / steps, 3),
         "lives_lost": len(losses),
         "ball_left_of_paddle": sum(loss["offset"] < 0 for loss in losses),
         "ball_right_of_paddle": sum(loss["offset"] > 0 for loss in losses),
         "median_abs_offset": float(np.median([abs(loss["offset"]) for loss in losses])) if losses else None,
-        "paddle_against_left_wall": sum(loss["paddle_x"] <= LEFT_WALL for loss in losses),
-        "paddle_against_right_wall": sum(loss["paddle_x"] >= RIGHT_WALL - PADDLE_WIDTH for loss in losses),
+        "paddle_against_left_wall": loss_walls["left"],
+        "paddle_against_right_wall": loss_walls["right"],
         f"actions_in_last_{LAST_STEPS}_steps": {a: round(n / total, 2) for a, n in actions.most_common()},
     }
 

@@ -16,7 +16,9 @@ spec.loader.exec_module(life_losses)  # type: ignore[union-attr]
 
 
 def step(paddle_x: int, ball_x: int | None, ball_y: int | None, lives: int, action: str) -> dict:
-    return {"paddle_x": paddle_x, "ball_x": ball_x, "ball_y": ball_y, "lives": lives, "score": 0, "action": action}
+    """One logged step as ``play`` writes it (the offset is Breakout.paddle_offset: ball x + 1 - paddle centre)."""
+    offset = None if ball_x is None else ball_x + 1 - (paddle_x + 8)
+    return {"paddle_x": paddle_x, "ball_y": ball_y, "offset": offset, "lives": lives, "score": 0, "action": action}
 
 
 def test_a_loss_is_read_above_the_paddle_row() -> None:
