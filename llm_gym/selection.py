@@ -135,8 +135,11 @@ def find_candidates(paths: Sequence[Path], checkpoint_name: str = LATEST) -> lis
             continue
         for run_dir in expand_runs([path]):
             found.append(_run_candidate(run_dir, checkpoint_name))
-    labels = _short_labels([c.played for c in found])
-    found = [Candidate(label, c.run, c.checkpoint) for label, c in zip(labels, found, strict=True)]
+    runs = _short_labels([c.run for c in found])
+    found = [
+        Candidate(run + (f"@{c.checkpoint.name}" if c.checkpoint else ""), c.run, c.checkpoint)
+        for run, c in zip(runs, found, strict=True)
+    ]
     seen: set[Path] = set()
     for candidate in found:
         if candidate.played.resolve() in seen:
@@ -176,7 +179,8 @@ def _run_candidate(run_dir: Path, checkpoint_name: str) -> Candidate:
 
 
 def _short_labels(paths: Sequence[Path]) -> list[str]:
-    """Each path relative to the deepest folder all of them share (a sweep's runs as ``cell__seed_N``)."""
+    """Each path relative to the deepest folder all of them share (a sweep's runs as ``cell__seed_N``); a
+    candidate's label adds ``@`` and its checkpoint's name (``default__seed_0@step_301056``)."""
     resolved = [p.resolve() for p in paths]
     parts = [p.parts for p in resolved]
     common = 0

@@ -22,25 +22,28 @@ PPO_LR=${PPO_LR:-5e-5}
 VALUE_WARMUP=${VALUE_WARMUP:-0}  # PPO updates that fit the value head alone first (0: the measured run; 16: the next to try)
 NUM_ENVS=${NUM_ENVS:-64}
 NUM_STEPS=${NUM_STEPS:-16}
-EVAL_GAMES=${EVAL_GAMES:-8}
+EVAL_GAMES=${EVAL_GAMES:-8}     # 32 to tell a policy beyond the tracker from it (docs/results/breakout_sft.md, last section)
+HISTORY=${HISTORY:-0}          # earlier steps in each prompt (--env-arg history=K); 1 shows the ball's speed
 EVAL_STEPS=${EVAL_STEPS:-1000}
 ENV=LLMBreakout-text-v0
 FIRE=(--env-arg fire_on_reset=true)
+HIST=()                        # the same history for the demos, sft, PPO and every evaluation of a checkpoint
+[ "$HISTORY" -gt 0 ] && HIST=(--env-arg history="$HISTORY")
 EVAL=(--episodes "$EVAL_GAMES" --seed 100 --max-steps "$EVAL_STEPS" --num-envs "$EVAL_GAMES" --json)
 
 mkdir -p "$OUT"
 
 # 1. Demonstrations: the scripted ball tracker on training seeds, whole games, FIRE on reset.
-[ -f "$OUT/demos.jsonl" ] || "$LLM_GYM" demos --agent scripted --env $ENV "${FIRE[@]}" --episodes "$DEMO_EPISODES" \
+[ -f "$OUT/demos.jsonl" ] || "$LLM_GYM" demos --agent scripted --env $ENV "${FIRE[@]}" ${HIST[@]+"${HIST[@]}"} --episodes "$DEMO_EPISODES" \
     --seed 0 --max-steps 1000 --num-envs 8 --out "$OUT/demos.jsonl" --json > "$OUT/demos_summary.json"
 
 # 2. SFT warm start (LoRA on the answer tokens; ppo_lora's adapter shape, so PPO can continue from it).
-[ -d "$OUT/sft/checkpoints" ] || "$LLM_GYM" train --agent sft --env $ENV "${FIRE[@]}" --seed "$SEED" \
+[ -d "$OUT/sft/checkpoints" ] || "$LLM_GYM" train --agent sft --env $ENV "${FIRE[@]}" ${HIST[@]+"${HIST[@]}"} --seed "$SEED" \
     --set demos="$OUT/demos.jsonl" --set max_demos="$MAX_DEMOS" --set epochs="$SFT_EPOCHS" --set learning_rate="$SFT_LR" --set batch_size=64 \
     --set eval_episodes=4 --set eval_max_steps=500 --set progress=false --run-dir "$OUT/sft"
 
 # 3. The same evaluation for the SFT checkpoint, the demonstrator and the zero-shot model.
-"$LLM_GYM" play --checkpoint "$OUT/sft/checkpoints/best" --env $ENV "${FIRE[@]}" "${EVAL[@]}" > "$OUT/eval_sft.json"
+"$LLM_GYM" play --checkpoint "$OUT/sft/checkpoints/best" --env $ENV "${FIRE[@]}" ${HIST[@]+"${HIST[@]}"} "${EVAL[@]}" > "$OUT/eval_sft.json"
 "$LLM_GYM" play --agent scripted --env $ENV "${FIRE[@]}" "${EVAL[@]}" > "$OUT/eval_scripted.json"
 [ -f "$OUT/eval_zero_shot.json" ] || "$LLM_GYM" play --agent lm --env $ENV "${FIRE[@]}" "${EVAL[@]}" \
     > "$OUT/eval_zero_shot.json"
@@ -51,12 +54,12 @@ mkdir -p "$OUT"
 #    A small learning rate and no entropy bonus: the warm start is nearly deterministic (policy entropy ~0.15 nats)
 #    and PPO is to refine it, not to re-explore. No evaluation during training (each costs 16,000 greedy and sampled
 #    decisions); the last checkpoint is evaluated below.
-[ -f "$OUT/ppo/summary.json" ] || "$LLM_GYM" train --agent ppo_lora --env $ENV --seed "$SEED" \
+[ -f "$OUT/ppo/summary.json" ] || "$LLM_GYM" train --agent ppo_lora --env $ENV ${HIST[@]+"${HIST[@]}"} --seed "$SEED" \
     --set init_adapter="$OUT/sft/checkpoints/best" --set total_steps="$PPO_STEPS" --set num_envs="$NUM_ENVS" \
     --set num_steps="$NUM_STEPS" --set learning_rate="$PPO_LR" --set kl_coef=0 --set entropy_coef=0 \
     --set value_warmup_updates="$VALUE_WARMUP" \
     --set checkpoint_every=8192 --set eval_episodes=0 --set video=false --set progress=false --run-dir "$OUT/ppo"
-"$LLM_GYM" play --checkpoint "$OUT/ppo" --env $ENV "${FIRE[@]}" "${EVAL[@]}" > "$OUT/eval_ppo_last.json"
+"$LLM_GYM" play --checkpoint "$OUT/ppo" --env $ENV "${FIRE[@]}" ${HIST[@]+"${HIST[@]}"} "${EVAL[@]}" > "$OUT/eval_ppo_last.json"
 
 # 5. One table: mean game score ± 95% CI per player.
 python3 - "$OUT" <<'EOF'

@@ -76,12 +76,15 @@ def select(
         for candidate in candidates:
             check_same_action_set(candidate.played, EnvConfig(env, env_kwargs))
     overrides = {c.label: checkpoint_overrides(c.played, sets=sets) for c in candidates}  # all refusals first
-    for candidate in candidates:
-        note_training_env_args_left_out(candidate.played, EnvConfig(env_id, env_kwargs))
+    noted: set[str] = set()
 
     def play(candidate: Candidate, block: SeedBlock) -> list[float]:
         policy, _ = load_policy(candidate.played, EnvConfig(env_id, env_kwargs), overrides[candidate.label])
+        # As in `play`: the env arguments a policy carries (nanogpt_ppo's grid) apply, --env-arg wins.
         played = EnvConfig(env_id, {**policy_env_kwargs(policy), **env_kwargs})
+        if candidate.label not in noted:
+            noted.add(candidate.label)
+            note_training_env_args_left_out(candidate.played, played)
         results = run_episodes(policy, played, block.episodes, seed=block.first, num_envs=num_envs, max_steps=max_steps)
         return [r.episode_return for r in results]
 

@@ -99,8 +99,9 @@ def test_a_sweep_directory_stands_for_its_runs_and_checkpoint_name_picks_each_ru
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert [row["label"] for row in report["candidates"]] == ["default__seed_0/checkpoints/best",
-                                                              "default__seed_1/checkpoints/best"]  # fmt: skip
+    assert [row["label"] for row in report["candidates"]] == ["default__seed_0@best", "default__seed_1@best"]
+    # The grid the runs trained on travels with their policies (as in `play`): no note says it was left out.
+    assert "fire_on_reset=true" in result.stderr and "rows=" not in result.stderr
     assert report["chosen_test"]["returns"] and len(report["chosen_test"]["returns"]) == 1
 
     line = error_line(invoke("select", str(tmp_path / "s"), "--checkpoint-name", "step_7"))
