@@ -121,15 +121,10 @@ def _print_table(report: dict[str, Any], env_id: str, validation: SeedBlock, tes
             return "-"
         return f"{result['mean_return']:.2f} ± {result['ci95']:.2f}"
 
-    table = Table(
-        "candidate",
-        f"validation ({validation})",
-        f"test ({test})",
-        title=f"select on {env_id}",
-    )
+    table = Table("", "candidate", f"validation ({validation})", f"test ({test})", title=f"select on {env_id}")
+    table.columns[1].overflow = "fold"  # a label is a path: folded, never cut
     for row in report["candidates"]:
-        label = ("* " if row["chosen"] else "  ") + row["label"]
-        table.add_row(label, cell(row["validation"]), cell(row["test"]))
+        table.add_row("*" if row["chosen"] else "", row["label"], cell(row["validation"]), cell(row["test"]))
     console.print(table)
     chosen = report["chosen_test"]
     console.print(
