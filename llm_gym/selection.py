@@ -17,7 +17,7 @@ from typing import Any
 
 from llm_gym.curves import expand_runs
 from llm_gym.errors import CheckpointError, ConfigError
-from llm_gym.runs import CONFIG_FILE, Run, find_run_dir, verify_checkpoint
+from llm_gym.runs import CONFIG_FILE, Run
 from llm_gym.stats import mean_ci95
 
 LATEST = "latest"
@@ -128,46 +128,37 @@ def find_candidates(paths: Sequence[Path], checkpoint_name: str = LATEST) -> lis
     A run without that checkpoint is refused in one line naming the ones it has."""
     if not paths:
         raise ConfigError("select needs at least two runs (run directories, checkpoints or a sweep's directory)")
-    found: list[Candidate] = []
+    found: list[tuple[Path, Path | None]] = []  # (run, checkpoint) of each candidate
     for path in paths:
-        if path.is_dir() and not (path / CONFIG_FILE).is_file() and (path.parent.name == "checkpoints"):
-            found.append(_checkpoint_candidate(path))
+        if path.is_dir() and not (path / CONFIG_FILE).is_file() and path.parent.name == "checkpoints":
+            run, checkpoint = Run.resolve_checkpoint(path)  # verified, or refused naming what is wrong
+            found.append((run.path, checkpoint))
             continue
-        for run_dir in expand_runs([path]):
-            found.append(_run_candidate(run_dir, checkpoint_name))
-    runs = _short_labels([c.run for c in found])
-    found = [
-        Candidate(run + (f"@{c.checkpoint.name}" if c.checkpoint else ""), c.run, c.checkpoint)
-        for run, c in zip(runs, found, strict=True)
+        found += [_run_candidate(run_dir, checkpoint_name) for run_dir in expand_runs([path])]
+    labels = _short_labels([run for run, _ in found])
+    candidates = [
+        Candidate(label + (f"@{checkpoint.name}" if checkpoint else ""), run, checkpoint)
+        for label, (run, checkpoint) in zip(labels, found, strict=True)
     ]
     seen: set[Path] = set()
-    for candidate in found:
+    for candidate in candidates:
         if candidate.played.resolve() in seen:
             raise ConfigError(f"{candidate.played} is given twice; give each run or checkpoint once")
         seen.add(candidate.played.resolve())
-    if len(found) < 2:
-        raise ConfigError(f"select needs at least two candidates to choose from, got {len(found)}: {paths[0]}")
-    return found
+    if len(candidates) < 2:
+        raise ConfigError(f"select needs at least two candidates to choose from, got {len(candidates)}: {paths[0]}")
+    return candidates
 
 
-def _checkpoint_candidate(path: Path) -> Candidate:
-    problem = verify_checkpoint(path)
-    if problem:
-        raise CheckpointError(f"checkpoint {path} is damaged ({problem}); pass its run directory instead")
-    return Candidate(str(path), find_run_dir(path), path)
-
-
-def _run_candidate(run_dir: Path, checkpoint_name: str) -> Candidate:
+def _run_candidate(run_dir: Path, checkpoint_name: str) -> tuple[Path, Path | None]:
+    """A run's checkpoint ``checkpoint_name`` (``latest``: the newest that verifies); none for a run of an agent
+    that learns nothing (its config is the policy)."""
     from llm_gym.plugins import get_agent
 
     run = Run.open(run_dir)
-    if not get_agent(run.read_config()["agent"]).learns:
-        return Candidate(str(run_dir), run_dir, None)  # a baseline's run: its config is the policy
-    if checkpoint_name == LATEST:
-        checkpoint = run.latest_verified_checkpoint()
-        if checkpoint is None:
-            raise CheckpointError(f"{run_dir} has no complete checkpoint yet; leave it out or let it train")
-        return Candidate(str(run_dir), run_dir, checkpoint)
+    learns = get_agent(run.read_config()["agent"]).learns
+    if checkpoint_name == LATEST or not learns:
+        return run.path, Run.resolve_checkpoint(run_dir, required=learns)[1]
     checkpoint = run.checkpoints_dir / checkpoint_name
     if not checkpoint.is_dir():
         have = sorted(p.name for p in run.checkpoints_dir.iterdir() if not p.name.startswith("."))
@@ -175,7 +166,7 @@ def _run_candidate(run_dir: Path, checkpoint_name: str) -> Candidate:
             f"{run_dir} has no checkpoint {checkpoint_name!r} (it has {', '.join(have) or 'none'}); "
             f"use --checkpoint-name {LATEST} for each run's newest"
         )
-    return _checkpoint_candidate(checkpoint)
+    return run.path, Run.resolve_checkpoint(checkpoint)[1]
 
 
 def _short_labels(paths: Sequence[Path]) -> list[str]:

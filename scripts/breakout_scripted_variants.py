@@ -25,7 +25,6 @@ from llm_gym.evaluation import run_episodes
 from llm_gym.stats import mean_ci95
 
 ENV_ID = "LLMBreakout-text-v0"
-ACTIONS = ("NOOP", "FIRE", "RIGHT", "LEFT")  # the env's action ids, in order
 
 
 def reflect(x: float, low: float = LEFT_WALL, high: float = RIGHT_WALL - 1) -> float:
@@ -65,7 +64,7 @@ class Variant:
         return "RIGHT" if offset > 0 else "LEFT"
 
     def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
-        return [ACTIONS.index(self.choose(info["game_state"])) for info in infos]
+        return [list(info["action_names"]).index(self.choose(info["game_state"])) for info in infos]
 
 
 def play(variant: Variant, games: int, seed: int, max_steps: int) -> dict[str, Any]:
