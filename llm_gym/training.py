@@ -46,6 +46,8 @@ class Counters:
     """The best mean return of an evaluation so far."""
     eval_history: list[tuple[int, float, float]] = field(default_factory=list)
     """(env step, mean greedy evaluation return, mean game score) of every evaluation."""
+    train_history: list[tuple[int, float, float, int]] = field(default_factory=list)
+    """(env step, mean return, mean raw game return, episodes) of the training episodes that ended in a rollout."""
     wall_seconds: float = 0.0
     """Wall-clock seconds of training, summed over resumes."""
     cpu_seconds: float = 0.0
@@ -60,6 +62,16 @@ class Counters:
         names = {f.name for f in fields(cls)}
         values = {k: [tuple(e) for e in v] if k.endswith("_history") else v for k, v in state.items() if k in names}
         return cls(**values)
+
+
+def recent_train_mean(history: list[tuple[int, float, float, int]], column: int, last: int = 5) -> float | None:
+    """Mean of one column of ``train_history`` (1: return, 2: raw game return) over the last ``last`` rollouts that
+    finished episodes, weighted by their episode counts; None before any episode has finished."""
+    recent = history[-last:]
+    if not recent:
+        return None
+    total = sum(entry[3] for entry in recent)
+    return sum(entry[column] * entry[3] for entry in recent) / total
 
 
 class Clock:

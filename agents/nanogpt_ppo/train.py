@@ -40,6 +40,7 @@ from llm_gym.training import (
     finished,
     play_evaluation,
     progress_bar,
+    recent_train_mean,
     training_env,
     training_started,
     update_done,
@@ -153,6 +154,15 @@ def train(
                 loop.next_done = torch.as_tensor(ended | life_lost, dtype=torch.float32)
                 counters.global_step += n
             counters.episodes += len(finished_returns)
+            if finished_returns:
+                counters.train_history.append(
+                    (
+                        counters.global_step,
+                        float(np.mean(finished_returns)),
+                        float(np.mean(finished_raw_returns)),
+                        len(finished_returns),
+                    )
+                )
 
             tokens, query = tokenizer.encode_batch([str(o) for o in stepper.observations], shape.context)
             with torch.inference_mode():
@@ -254,7 +264,11 @@ def train(
     summary |= {
         "env_kwargs": dict(env.kwargs),
         "preset": cfg.preset,
-        "mean_return": summary["final_eval_return"],
+        # The training episodes' (sampled) return over the last rollouts, as ppo_lora reports it; the greedy
+        # evaluation's is final_eval_return.
+        "train_history": counters.train_history,
+        "mean_return": recent_train_mean(counters.train_history, 1),
+        "mean_raw_return": recent_train_mean(counters.train_history, 2),
         "stopped_early": stopped and counters.update < num_updates,
         "parameters": sum(p.numel() for p in model.parameters()),
         "context": shape.context,

@@ -38,8 +38,6 @@ class Counters(training.Counters):
     entropy_coef: float | None = None
     """The entropy bonus's coefficient now (it moves with ``entropy_target``); None in checkpoints written before it
     could move, which resume at the config's ``entropy_coef``."""
-    train_history: list[tuple[int, float, float, int]] = field(default_factory=list)
-    """(env step, mean return, mean raw game return, episodes) of the training episodes that ended in a rollout."""
     sampled_eval_history: list[tuple[int, float, float]] = field(default_factory=list)
     """(env step, mean return, mean game score) of the sampled evaluation beside each greedy one."""
 

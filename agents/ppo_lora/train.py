@@ -331,8 +331,8 @@ def train(
         "action_mode": config.action_mode,
         "action_bias": dict(ac.action_bias),
         "train_history": counters.train_history,
-        "mean_return": _recent_mean(counters.train_history, 1),
-        "mean_raw_return": _recent_mean(counters.train_history, 2),
+        "mean_return": training.recent_train_mean(counters.train_history, 1),
+        "mean_raw_return": training.recent_train_mean(counters.train_history, 2),
         "videos": sorted(str(p) for p in run.videos_dir.glob("*.mp4")) if run.videos_dir.is_dir() else [],
     }
     if config.progress:
@@ -361,15 +361,6 @@ def _collect(
             f"{exc}. The rollout in progress was dropped; checkpoint {path} holds the run as it stood before it: "
             f"continue with llm-gym train --resume {path.parent.parent}"
         ) from exc
-
-
-def _recent_mean(history: list[tuple], column: int, last: int = 5) -> float | None:
-    """Mean of one column over the last rollouts that finished episodes, weighted by their episode counts."""
-    recent = history[-last:]
-    if not recent:
-        return None
-    weights = [entry[3] for entry in recent]
-    return float(np.average([entry[column] for entry in recent], weights=weights))
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
