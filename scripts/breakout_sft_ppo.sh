@@ -7,6 +7,9 @@
 # seed + 10,000 + i). Defaults are the long version for a GPU box (16 cores + H100); the short CPU smoke version:
 #   DEMO_EPISODES=4 MAX_DEMOS=2000 SFT_EPOCHS=1 PPO_STEPS=256 NUM_ENVS=8 NUM_STEPS=16 EVAL_GAMES=2 EVAL_STEPS=150 \
 #   scripts/breakout_sft_ppo.sh
+# Within a 15-minute GPU lease (the history=1 run of docs/results/breakout_sft.md, there with 24 demo games):
+#   HISTORY=1 EVAL_GAMES=32 SFT_MICRO_BATCH=64 SFT_EVAL=0 VALUE_WARMUP=4 PPO_SECONDS=190 PPO_CHECKPOINT_EVERY=2048 \
+#   scripts/breakout_sft_ppo.sh
 # Results: OUT/results.json (and one JSON per evaluation in OUT/eval_*.json).
 set -euo pipefail
 
@@ -22,7 +25,11 @@ PPO_LR=${PPO_LR:-5e-5}
 VALUE_WARMUP=${VALUE_WARMUP:-0}  # PPO updates that fit the value head alone first (0: the measured run; 16: the next to try)
 NUM_ENVS=${NUM_ENVS:-64}
 NUM_STEPS=${NUM_STEPS:-16}
-EVAL_GAMES=${EVAL_GAMES:-8}     # 32 to tell a policy beyond the tracker from it (docs/results/breakout_sft.md, last section)
+EVAL_GAMES=${EVAL_GAMES:-8}     # 32 to tell a policy beyond the tracker from it (docs/results/breakout_sft.md)
+PPO_SECONDS=${PPO_SECONDS:-0}  # >0: stop PPO after this many seconds and evaluate its newest checkpoint (a lease's budget)
+SFT_MICRO_BATCH=${SFT_MICRO_BATCH:-16}  # 64 on a GPU: the same batch of 64 in one pass
+SFT_EVAL=${SFT_EVAL:-4}        # sft's own greedy evaluation games (500-step cut) that choose its `best` checkpoint
+PPO_CHECKPOINT_EVERY=${PPO_CHECKPOINT_EVERY:-8192}  # env steps; with PPO_SECONDS, small enough that a cut loses little
 HISTORY=${HISTORY:-0}          # earlier steps in each prompt (--env-arg history=K); 1 shows the ball's speed
 EVAL_STEPS=${EVAL_STEPS:-1000}
 ENV=LLMBreakout-text-v0
@@ -39,11 +46,14 @@ mkdir -p "$OUT"
 
 # 2. SFT warm start (LoRA on the answer tokens; ppo_lora's adapter shape, so PPO can continue from it).
 [ -d "$OUT/sft/checkpoints" ] || "$LLM_GYM" train --agent sft --env $ENV "${FIRE[@]}" ${HIST[@]+"${HIST[@]}"} --seed "$SEED" \
-    --set demos="$OUT/demos.jsonl" --set max_demos="$MAX_DEMOS" --set epochs="$SFT_EPOCHS" --set learning_rate="$SFT_LR" --set batch_size=64 \
-    --set eval_episodes=4 --set eval_max_steps=500 --set progress=false --run-dir "$OUT/sft"
+    --set demos="$OUT/demos.jsonl" --set max_demos="$MAX_DEMOS" --set epochs="$SFT_EPOCHS" --set learning_rate="$SFT_LR" --set batch_size=64 --set micro_batch_size="$SFT_MICRO_BATCH" \
+    --set eval_episodes="$SFT_EVAL" --set eval_max_steps=500 --set progress=false --run-dir "$OUT/sft"
+
+SFT_CKPT="$OUT/sft/checkpoints/best"   # the best of sft's own evaluations; with SFT_EVAL=0 its newest checkpoint
+[ -d "$SFT_CKPT" ] || SFT_CKPT="$OUT/sft"
 
 # 3. The same evaluation for the SFT checkpoint, the demonstrator and the zero-shot model.
-"$LLM_GYM" play --checkpoint "$OUT/sft/checkpoints/best" --env $ENV "${FIRE[@]}" ${HIST[@]+"${HIST[@]}"} "${EVAL[@]}" > "$OUT/eval_sft.json"
+"$LLM_GYM" play --checkpoint "$SFT_CKPT" --env $ENV "${FIRE[@]}" ${HIST[@]+"${HIST[@]}"} "${EVAL[@]}" > "$OUT/eval_sft.json"
 "$LLM_GYM" play --agent scripted --env $ENV "${FIRE[@]}" "${EVAL[@]}" > "$OUT/eval_scripted.json"
 [ -f "$OUT/eval_zero_shot.json" ] || "$LLM_GYM" play --agent lm --env $ENV "${FIRE[@]}" "${EVAL[@]}" \
     > "$OUT/eval_zero_shot.json"
@@ -54,11 +64,15 @@ mkdir -p "$OUT"
 #    A small learning rate and no entropy bonus: the warm start is nearly deterministic (policy entropy ~0.15 nats)
 #    and PPO is to refine it, not to re-explore. No evaluation during training (each costs 16,000 greedy and sampled
 #    decisions); the last checkpoint is evaluated below.
-[ -f "$OUT/ppo/summary.json" ] || "$LLM_GYM" train --agent ppo_lora --env $ENV ${HIST[@]+"${HIST[@]}"} --seed "$SEED" \
-    --set init_adapter="$OUT/sft/checkpoints/best" --set total_steps="$PPO_STEPS" --set num_envs="$NUM_ENVS" \
+LIMIT=()
+[ "$PPO_SECONDS" -gt 0 ] && LIMIT=(timeout "$PPO_SECONDS")
+# With PPO_SECONDS the run is cut (exit 124) and its newest complete checkpoint is what the evaluation plays.
+[ -f "$OUT/ppo/summary.json" ] || ${LIMIT[@]+"${LIMIT[@]}"} "$LLM_GYM" train --agent ppo_lora --env $ENV ${HIST[@]+"${HIST[@]}"} --seed "$SEED" \
+    --set init_adapter="$SFT_CKPT" --set total_steps="$PPO_STEPS" --set num_envs="$NUM_ENVS" \
     --set num_steps="$NUM_STEPS" --set learning_rate="$PPO_LR" --set kl_coef=0 --set entropy_coef=0 \
     --set value_warmup_updates="$VALUE_WARMUP" \
-    --set checkpoint_every=8192 --set eval_episodes=0 --set video=false --set progress=false --run-dir "$OUT/ppo"
+    --set checkpoint_every="$PPO_CHECKPOINT_EVERY" --set eval_episodes=0 --set video=false --set progress=false --run-dir "$OUT/ppo" \
+    || { rc=$?; [ "$rc" -eq 124 ] && [ "$PPO_SECONDS" -gt 0 ] || exit "$rc"; echo "PPO stopped after ${PPO_SECONDS} s"; }
 "$LLM_GYM" play --checkpoint "$OUT/ppo" --env $ENV "${FIRE[@]}" ${HIST[@]+"${HIST[@]}"} "${EVAL[@]}" > "$OUT/eval_ppo_last.json"
 
 # 5. One table: mean game score ± 95% CI per player.
