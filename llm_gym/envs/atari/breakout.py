@@ -170,10 +170,35 @@ class Breakout(AtariGame):
     def awaits_serve(self, state: BreakoutState) -> bool:
         return state.ball_x is None and state.lives > 0
 
-    def scripted_action(self, state: BreakoutState) -> str:
+    scripted_aims = ("ball", "landing")
+
+    def scripted_action(self, state: BreakoutState, *, aim: str = "ball", deadband: int = 0) -> str:
+        """Towards the ball (or, with ``aim="landing"``, where a falling ball will reach the paddle row); no move
+        within ``deadband`` px, by default half the paddle (the ball is over it already)."""
         if state.ball_x is None:
             return "FIRE"
-        offset = self.paddle_offset(state)
-        if abs(offset) < PADDLE_WIDTH // 2:  # the ball is over the paddle already
+        landing = landing_x(state) if aim == "landing" else None
+        target = state.ball_x if landing is None else landing
+        offset = target + 1 - state.paddle_centre  # +1: the ball's centre, as paddle_offset
+        if abs(offset) < (deadband or PADDLE_WIDTH // 2):
             return "NOOP"
         return "RIGHT" if offset > 0 else "LEFT"
+
+
+def reflect(x: float, low: float = LEFT_WALL, high: float = RIGHT_WALL - 1) -> float:
+    """Where a ball that travelled to ``x`` ends up between side walls at ``low`` and ``high`` that reflect it (a
+    zig-zag of period twice the gap)."""
+    span = high - low
+    folded = (x - low) % (2 * span)
+    return low + (folded if folded <= span else 2 * span - folded)
+
+
+def landing_x(state: BreakoutState) -> float | None:
+    """The ball's x where it will reach the paddle row, from its last two positions, the side walls reflecting it;
+    None unless it is falling (rising, or no earlier position yet)."""
+    if state.ball_x is None or state.previous_ball_x is None or state.previous_ball_y is None:
+        return None
+    vx, vy = state.ball_x - state.previous_ball_x, state.ball_y - state.previous_ball_y
+    if vy <= 0:
+        return None
+    return reflect(state.ball_x + vx * (PADDLE_Y - state.ball_y) / vy)

@@ -136,9 +136,14 @@ class AtariGame(abc.ABC):
         False by default: Pong serves by itself."""
         return False
 
+    scripted_aims: tuple[str, ...] = ("ball",)
+    """What ``scripted_action`` can aim at: ``ball`` (where the ball is now) and, where a game has it, ``landing``
+    (where the ball will cross the player's paddle line, extrapolated from its last two positions)."""
+
     @abc.abstractmethod
-    def scripted_action(self, state: Any) -> str:
-        """The ALE action name a simple ball tracker would press."""
+    def scripted_action(self, state: Any, *, aim: str = "ball", deadband: int = 0) -> str:
+        """The ALE action name a simple ball tracker would press: towards ``aim`` (one of ``scripted_aims``), and
+        no move while the target is closer than ``deadband`` px (0: the game's own default)."""
 
     def score(self, state: Any) -> int:
         """The game's own score as shown on screen (the player's points)."""

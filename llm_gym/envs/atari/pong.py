@@ -109,12 +109,12 @@ class Pong(AtariGame):
     def paddle_offset(self, state: PongState) -> float:
         return state.ball_y + 2 - state.player_centre
 
-    def scripted_action(self, state: PongState) -> str:
+    def scripted_action(self, state: PongState, *, aim: str = "ball", deadband: int = 0) -> str:
+        """Follow the ball while it comes towards us, else wait mid-field; no move within 4 px (or ``deadband``)."""
         if state.ball_x is None:
             return "FIRE"
-        # Follow the ball while it comes towards us; otherwise wait in the middle of the field.
         target = state.ball_y + 2 if state.ball_dx > 0 else (FIELD_TOP + FIELD_BOTTOM) / 2
         offset = target - state.player_centre
-        if abs(offset) <= 4:
+        if (abs(offset) < deadband) if deadband else (abs(offset) <= 4):
             return "NOOP"
         return "LEFT" if offset > 0 else "RIGHT"  # ALE names: RIGHT moves up
