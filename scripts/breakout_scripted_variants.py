@@ -3,10 +3,10 @@
 The `scripted` agent (the demonstrator of the SFT warm start) moves the paddle towards where the ball is now and
 stands still within 8 px of it. A variant here may instead aim at where the ball will cross the paddle row,
 extrapolated from its last two positions with the side walls reflecting it (the agent's ``aim=landing``), and may
-use another dead band (its ``deadband``). All play the evaluation of docs/results/breakout_sft.md (FIRE on reset, ``--max-steps`` cut, seeds
-``--seed``, ``--seed + 1``, ...), so their scores compare with every policy there. The prediction needs the ball's
-speed, which one frame of the text view does not give ("moving down-left"); ppo_lora's ``history`` setting shows
-the previous steps' positions.
+use another dead band (its ``deadband``). All play the evaluation of docs/results/breakout_sft.md (FIRE on reset,
+``--max-steps`` cut, seeds ``--seed``, ``--seed + 1``, ...), so their scores compare with every policy there. The
+prediction needs the ball's speed, which one frame of the text view does not give ("moving down-left"); ppo_lora's
+``history`` setting shows the previous steps' positions.
 
     python scripts/breakout_scripted_variants.py --games 32 --seed 100 --deadband 8 12 --json OUT.json
 """
@@ -34,14 +34,13 @@ class Variant:
         self.deadband, self.aim = deadband, "landing" if predict else "ball"
         self.name = f"{'predict' if predict else 'tracker'}, dead band {deadband} px"
 
-    def policy(self) -> ScriptedPolicy:
-        return ScriptedPolicy(EnvConfig(ENV_ID, {"fire_on_reset": True}), aim=self.aim, deadband=self.deadband)
+    def policy(self, env: EnvConfig) -> ScriptedPolicy:
+        return ScriptedPolicy(env, aim=self.aim, deadband=self.deadband)
 
 
 def play(variant: Variant, games: int, seed: int, max_steps: int) -> dict[str, Any]:
-    results = run_episodes(
-        variant.policy(), EnvConfig(ENV_ID, {"fire_on_reset": True}), games, seed=seed, num_envs=8, max_steps=max_steps
-    )
+    env = EnvConfig(ENV_ID, {"fire_on_reset": True})
+    results = run_episodes(variant.policy(env), env, games, seed=seed, num_envs=8, max_steps=max_steps)
     returns = [r.episode_return for r in results]
     mean, ci = mean_ci95(returns)
     return {
