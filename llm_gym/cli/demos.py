@@ -35,7 +35,7 @@ from llm_gym.cli.common import (
 )
 from llm_gym.cli.task_report import episode_task_ids
 from llm_gym.config import parse_assignments, to_dict
-from llm_gym.demos.record import DemoSummary, record_demos, trace_expected_stdout
+from llm_gym.demos.record import Answerer, DemoSummary, record_demos, trace_expected_stdout, trace_worked_answer
 from llm_gym.demos.tree import record_demo_tree
 from llm_gym.envs.catalog import env_family, env_ids, env_spec
 from llm_gym.envs.catalog import make as make_env
@@ -135,9 +135,13 @@ def demos(
         return
     summary = record_demos(
         policy, env_config, episodes, out, source=source, seed=seed, num_envs=num_envs or 1, max_steps=max_steps,
-        task_ids=tasks, ground_truth=trace_expected_stdout if policy is None else None,
+        task_ids=tasks, ground_truth=_answerer(source) if policy is None else None,
     )  # fmt: skip
     _report(summary, source, env_config, as_json)
+
+
+def _answerer(source: dict[str, Any]) -> Answerer:
+    return trace_worked_answer if source["config"].get("worked") else trace_expected_stdout
 
 
 def _check_tree_options(**given: object) -> None:
@@ -158,24 +162,8 @@ def _source(
     """(the policy or None for ground truth, the provenance every line carries, the env arguments to play with)."""
     base = {"checkpoint": None, "sampled": sample, "llm_gym_version": __version__}
     if agent == GROUND_TRUTH:
-        if env_family(env) != "trace":
-            raise UnsupportedEnvError(f"ground truth demos come from Trace-v0's generator, not {env}; use --agent NAME")
-        if sample:
-            raise ConfigError(
-                "ground_truth answers with the expected stdout, there is nothing to sample: drop --sample"
-            )
-        settings = parse_assignments(sets or [], what="--set")
-        unknown = sorted(set(settings) - {"level"})
-        if unknown or config_file or model or backend:
-            raise ConfigError("ground_truth takes only --set level=N (or --env-arg level=N)")
-        if "level" in settings:
-            try:
-                level = int(settings["level"])
-            except ValueError:
-                raise ConfigError(f"--set level={settings['level']!r} is not a Trace level (1, 2, 3 ...)") from None
-            env_kwargs = {**env_kwargs, "level": level}
-        config = {"level": env_kwargs.get("level"), "answer": "the expected stdout, run in the sandbox"}
-        return None, {"agent": GROUND_TRUTH, "config": config, **base}, env_kwargs
+        provenance, env_kwargs = _ground_truth(env, env_kwargs, sets, config_file, model, backend, sample)
+        return None, {**provenance, **base}, env_kwargs
     directory = Path(agent)
     if directory.is_dir():
         overrides = checkpoint_overrides(  # sampled play draws from --seed, greedy play keeps the saved config's seed
@@ -193,6 +181,37 @@ def _source(
     check_untrained_settings(agent_cls, config)
     policy = agent_cls(config).policy(EnvConfig(env, env_kwargs))
     return policy, {"agent": agent, "config": to_dict(config), **base}, {**policy_env_kwargs(policy), **env_kwargs}
+
+
+def _ground_truth(
+    env: str, env_kwargs: dict[str, Any], sets: list[str] | None, config_file: Path | None, model: str | None,
+    backend: str | None, sample: bool,
+) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
+    """(the provenance of ground-truth demos, the env arguments), after refusing what they cannot take."""
+    if env_family(env) != "trace":
+        raise UnsupportedEnvError(f"ground truth demos come from Trace-v0's generator, not {env}; use --agent NAME")
+    if sample:
+        raise ConfigError("ground_truth answers with the expected stdout, there is nothing to sample: drop --sample")
+    settings = parse_assignments(sets or [], what="--set")
+    if set(settings) - {"level", "worked"} or config_file or model or backend:
+        raise ConfigError("ground_truth takes only --set level=N (or --env-arg level=N) and --set worked=true")
+    if "level" in settings:
+        try:
+            env_kwargs = {**env_kwargs, "level": int(settings["level"])}
+        except ValueError:
+            raise ConfigError(f"--set level={settings['level']!r} is not a Trace level (1, 2, 3 ...)") from None
+    worked = settings.get("worked", "false").lower()
+    if worked not in ("true", "false"):
+        raise ConfigError(f"--set worked={settings['worked']!r}: give true or false")
+    config: dict[str, Any] = {"level": env_kwargs.get("level"), "answer": "the expected stdout, run in the sandbox"}
+    if worked == "true":
+        if env_kwargs.get("dataset") or env_kwargs.get("level") != 1:
+            raise ConfigError(
+                "--set worked=true writes worked solutions of straight-line programs, Trace level 1 only: add "
+                "--env-arg level=1 (and no dataset)"
+            )
+        config.update(worked=True, answer="a worked solution in <think>...</think>, then the expected stdout")
+    return {"agent": GROUND_TRUTH, "config": config}, env_kwargs
 
 
 def _check_text_env(env: EnvConfig) -> None:

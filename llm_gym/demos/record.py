@@ -8,7 +8,8 @@ appended to the file at once (:func:`llm_gym.demos.format.write_records`).
 The answer of a decision is the chosen action's name from ``info["action_names"]`` (what score mode rates as the
 whole answer), or the answer text itself where the env takes text (``Trace-v0``). On ``Trace-v0`` the
 ground-truth source answers each task with its expected stdout, read from the env's task (the sandbox ran the
-program), so its records score 1.0 by the env's own scoring.
+program), so its records score 1.0 by the env's own scoring; with ``trace_worked_answer`` the stdout follows a
+worked solution in a ``<think>`` block, which the scoring drops.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from llm_gym.agent import EnvConfig, Policy, policy_action_values
 from llm_gym.demos.format import DemoRecord, write_records
 from llm_gym.envs.history import TURNS_KEY
 from llm_gym.envs.protocol import EnvTraits, step_instructions
+from llm_gym.envs.trace.worked import UnsupportedProgram, worked_answer
 from llm_gym.errors import UnsupportedEnvError
 from llm_gym.lm.prompts import chat_messages
 from llm_gym.stepping import EnvStepper, make_vector_env
@@ -34,10 +36,24 @@ Answerer = Callable[[gym.Env], str]
 
 def trace_expected_stdout(env: gym.Env) -> str:
     """``Trace-v0``'s ground truth: the expected stdout of the task the env shows (what scores 1.0)."""
+    return str(_trace_task(env).expected)
+
+
+def trace_worked_answer(env: gym.Env) -> str:
+    """``Trace-v0``'s ground truth with its work shown: a worked solution in ``<think>``, then the expected stdout
+    (:mod:`llm_gym.envs.trace.worked`; straight-line programs, level 1)."""
+    task = _trace_task(env)
+    try:
+        return worked_answer(task.program, task.expected)
+    except UnsupportedProgram as exc:
+        raise UnsupportedProgram(f"Trace task {task.task_id}: {exc}; worked solutions cover level 1") from None
+
+
+def _trace_task(env: gym.Env) -> Any:
     task = getattr(env, "task", None)
     if task is None or not hasattr(task, "expected"):
         raise UnsupportedEnvError(f"{type(env).__name__} has no ground-truth task; demos from ground truth are Trace's")
-    return str(task.expected)
+    return task
 
 
 @dataclass

@@ -14,6 +14,7 @@ import llm_gym
 from llm_gym.cli import build_app
 from llm_gym.demos import read_demos
 from llm_gym.envs.catalog import make
+from llm_gym.envs.trace.worked import worked_solution
 from llm_gym.lm.prompts import chat_messages
 
 runner = CliRunner()
@@ -74,6 +75,20 @@ def test_trace_ground_truth_answers_score_one_in_the_env(tmp_path: Path) -> None
         assert record.answer == env.unwrapped.task.expected
         _, reward, terminated, _, info = env.step(record.answer)
         assert reward == 1.0 == record.reward == record.episode_return and terminated and info["exact"]
+
+
+def test_trace_worked_solutions_precede_the_expected_stdout_and_score_one(tmp_path: Path) -> None:
+    out = tmp_path / "worked.jsonl"
+    _demos("--env", "Trace-v0", "--env-arg", "level=1", "--set", "worked=true", "--episodes", "2", "--out", str(out))
+    env = gym.make("Trace-v0", level=1)
+    for record in read_demos(out):
+        assert record.source["config"]["worked"] is True and record.source["agent"] == "ground_truth"
+        env.reset(seed=record.seed, options={"task_id": record.task_id})
+        work, _, stdout = record.answer.removeprefix("<think>\n").partition("\n</think>\n")
+        task = env.unwrapped.task
+        assert stdout == task.expected and work == worked_solution(task.program).text
+        _, reward, *_ = env.step(record.answer)
+        assert reward == 1.0 == record.reward
 
 
 def test_trace_task_ids_given(tmp_path: Path) -> None:
@@ -144,6 +159,9 @@ def test_a_checkpoint_plays_through_its_play_path(tmp_path: Path) -> None:
         (["--agent", "scripted", "--env", "LLMBreakout-text-v0", "--sample"],
          "scripted's policy has no sampled play"),
         (["--env", "Trace-v0", "--sample"], "nothing to sample: drop --sample"),
+        (["--env", "Trace-v0", "--set", "worked=true"], "Trace level 1 only: add --env-arg level=1"),
+        (["--env", "Trace-v0", "--set", "worked=yes", "--set", "level=1"], "--set worked='yes': give true or false"),
+        (["--env", "Trace-v0", "--set", "depth=2"], "ground_truth takes only --set level=N"),
     ],
 )  # fmt: skip
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path, args: list[str], needle: str) -> None:
