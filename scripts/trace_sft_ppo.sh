@@ -7,7 +7,11 @@
 # Defaults are the long version for a GPU box (~100k demos: about an hour of an H100 at the measured 30 demos/s);
 # the short CPU smoke version:
 #   DEMOS=32 SHARDS=2 EVAL_TASKS=2 MAX_TOKENS=64 PPO_STEPS=4 NUM_ENVS=2 TRAINABLE_LAYERS=2 scripts/trace_sft_ppo.sh
-# Results: OUT/results.json (and each evaluation's JSON in OUT/).
+# WORKED=1 (level 1 only) trains on worked solutions: each demo's answer is the program's computation, one operation
+# per step, in a <think> block before the stdout (`llm-gym demos --set worked=true`); answers are then ~5x longer
+# (median ~330 tokens), so MAX_TOKENS defaults to 512.
+# Results: OUT/results.json (and each evaluation's JSON in OUT/); the partial-credit evaluation keeps its answers
+# (OUT/eval_<stage>_answers.jsonl), which `python scripts/trace_answer_lines.py` breaks down line by line.
 set -euo pipefail
 
 OUT=${OUT:-runs/trace_sft_ppo}
@@ -19,7 +23,9 @@ SHARDS=${SHARDS:-8}            # demo writers side by side (the sandbox runs eac
 EPOCHS=${EPOCHS:-1}
 SFT_LR=${SFT_LR:-5e-4}
 TRAINABLE_LAYERS=${TRAINABLE_LAYERS:-0}   # 0: LoRA on every layer (the measured GPU run)
-MAX_TOKENS=${MAX_TOKENS:-192}
+WORKED=${WORKED:-0}            # 1: demos with worked solutions (level 1)
+if [ "$WORKED" = 1 ]; then MAX_TOKENS=${MAX_TOKENS:-512}; GROUND_TRUTH=(--set worked=true); else
+    MAX_TOKENS=${MAX_TOKENS:-192}; GROUND_TRUTH=(); fi
 EVAL_TASKS=${EVAL_TASKS:-64}
 PPO_STEPS=${PPO_STEPS:-0}      # 0: no PPO stage
 PPO_LR=${PPO_LR:-1e-5}
@@ -39,7 +45,8 @@ if [ ! -f "$OUT/demos.jsonl" ]; then
         start=$(( k * per )); count=$(( DEMOS - start < per ? DEMOS - start : per ))
         [ "$count" -gt 0 ] || break
         rm -f "$OUT/demos_$k.jsonl"
-        "$LLM_GYM" demos "${ENV[@]}" --episodes "$count" --seed "$start" --out "$OUT/demos_$k.jsonl" --json \
+        "$LLM_GYM" demos "${ENV[@]}" "${GROUND_TRUTH[@]}" --episodes "$count" --seed "$start" \
+            --out "$OUT/demos_$k.jsonl" --json \
             > "$OUT/demos_$k.summary.json" &
         pids+=($!)
     done
@@ -54,12 +61,14 @@ fi
     --set demos="$OUT/demos.jsonl" "${MODEL[@]}" --set epochs="$EPOCHS" --set learning_rate="$SFT_LR" \
     --set batch_size=32 --set eval_episodes=0 --set progress=false
 
-# 3. Exact match and partial credit of a checkpoint on the held-out tasks (greedy).
+# 3. Exact match and partial credit of a checkpoint on the held-out tasks (greedy); the partial-credit pass records
+#    the answers as demos lines (their reward is the partial credit).
 evaluate() {  # NAME CHECKPOINT
     "$LLM_GYM" play --checkpoint "$2" "${ENV[@]}" --episodes "$EVAL_TASKS" --seed 10000 --num-envs "$EVAL_TASKS" \
         --json > "$OUT/eval_$1_exact.json"
-    "$LLM_GYM" play --checkpoint "$2" "${ENV[@]}" --env-arg scoring=partial --episodes "$EVAL_TASKS" --seed 10000 \
-        --num-envs "$EVAL_TASKS" --json > "$OUT/eval_$1_partial.json"
+    rm -f "$OUT/eval_$1_answers.jsonl"
+    "$LLM_GYM" demos --agent "$2" "${ENV[@]}" --env-arg scoring=partial --episodes "$EVAL_TASKS" --seed 10000 \
+        --num-envs "$EVAL_TASKS" --out "$OUT/eval_$1_answers.jsonl" --json > "$OUT/eval_$1_partial.json"
 }
 evaluate sft "$OUT/sft"
 
@@ -86,7 +95,7 @@ for stage in ("sft", "ppo"):
         e, p = json.loads(exact.read_text()), json.loads(partial.read_text())
         hits = sum(1 for ep in e["episodes"] if ep["return"] >= 1.0)
         rows[stage] = {"exact": hits, "tasks": len(e["episodes"]), "partial_mean": p["mean_return"],
-                       "partial_ci95": p["ci95"]}
-        print(f"{stage:4s} exact {hits}/{len(e['episodes'])}  partial {p['mean_return']:.3f} ± {p['ci95']:.3f}")
+                       "partial_ci95": p["return_ci95"]}
+        print(f"{stage:4s} exact {hits}/{len(e['episodes'])}  partial {p['mean_return']:.3f} ± {p['return_ci95']:.3f}")
 (out / "results.json").write_text(json.dumps(rows, indent=2))
 EOF

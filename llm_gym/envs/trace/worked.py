@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,13 +133,18 @@ def _print(call: ast.Call, program: str, values: dict[str, Any]) -> tuple[str, l
         options[keyword.arg] = _literal_text(keyword.value, values, f"print's {keyword.arg}")
     if any(isinstance(arg, ast.Starred) for arg in call.args):
         raise UnsupportedProgram("print(*...) is not worked out")
-    args = ast.Call(ast.Name("print", ast.Load()), list(call.args), [])
-    forms, printed = _reduce_args(args, values, ast.get_source_segment(program, call) if not call.keywords else None)
+    forms, printed = _reduce_all(list(call.args), values, lambda args: ast.unparse(_print_call(args)))
+    source = ast.get_source_segment(program, call) if not call.keywords else None  # the sep/end are not shown
+    forms = _with_source(source, ast.unparse(_print_call(call.args)), forms)
     line = options["sep"].join(str(v) for v in printed) + options["end"]
     shown = line.removesuffix("\n")
     if _is_debug_print(call):  # the tag and the current values: the names' own lines above hold the work
         return f"print -> {shown}", [line]
     return f"{' = '.join(forms)} -> {shown}", [line]
+
+
+def _print_call(args: list[ast.expr]) -> ast.Call:
+    return ast.Call(ast.Name("print", ast.Load()), list(args), [])
 
 
 def _is_debug_print(call: ast.Call) -> bool:
@@ -157,26 +163,29 @@ def _literal_text(node: ast.expr, values: dict[str, Any], what: str) -> str:
 
 
 def _reduce(expr: ast.expr, values: dict[str, Any], source: str | None = None) -> tuple[list[str], Any]:
-    """The forms of ``expr`` from its text to its value, and the value."""
-    holder = ast.Call(ast.Name("_", ast.Load()), [copy.deepcopy(expr)], [])
-    forms, results = _reduce_args(holder, values, None)
-    first = source if source is not None else ast.unparse(expr)
-    forms = [first, *(f[2:-1] for f in forms[1:])]  # "_(...)" -> "..."
-    return _dedupe(forms), results[0]
+    """The forms of ``expr`` from its text (``source``, else its unparsed form) to its value, and the value."""
+    forms, (value,) = _reduce_all([expr], values, lambda args: ast.unparse(args[0]))
+    return _with_source(source, ast.unparse(expr), forms), value
 
 
-def _reduce_args(call: ast.Call, values: dict[str, Any], source: str | None) -> tuple[list[str], list[Any]]:
-    """Reduce every argument of ``call`` (never the call itself) to a literal: the forms and the values."""
-    forms = [source if source is not None else ast.unparse(call)]
-    call = _Substitute(values).visit(copy.deepcopy(call))
-    forms.append(ast.unparse(call))
-    while True:
-        pending = next((i for i, arg in enumerate(call.args) if not _is_literal(arg)), None)
-        if pending is None:
-            break
-        call.args[pending] = _reduce_once(call.args[pending])
-        forms.append(ast.unparse(call))
-    return _dedupe(forms), [_value(arg) for arg in call.args]
+def _reduce_all(
+    args: list[ast.expr], values: dict[str, Any], render: Callable[[list[ast.expr]], str]
+) -> tuple[list[str], list[Any]]:
+    """Reduce ``args`` to literals, leftmost first: each form as ``render`` shows the list (names replaced by their
+    values, then after each operation), and the values."""
+    substitute = _Substitute(values)
+    args = [substitute.visit(copy.deepcopy(arg)) for arg in args]
+    forms = [render(args)]
+    while (pending := next((i for i, arg in enumerate(args) if not _is_literal(arg)), None)) is not None:
+        args[pending] = _reduce_once(args[pending])
+        forms.append(render(args))
+    return forms, [_value(arg) for arg in args]
+
+
+def _with_source(source: str | None, unparsed: str, forms: list[str]) -> list[str]:
+    """The source text first (the program's own quotes and spacing), then the forms that differ from it."""
+    later = _dedupe([unparsed, *forms])[1:]  # a form equal to the unparsed source adds nothing
+    return [source or unparsed, *later]
 
 
 def _dedupe(forms: list[str]) -> list[str]:
