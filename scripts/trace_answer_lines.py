@@ -7,12 +7,13 @@ that stop, the right number of lines, debug lines and plain lines right at their
 debug lines right, and for answers with a worked solution (``--set worked=true`` demos) the share of its steps
 written exactly and of the values they end on.
 
-    python scripts/trace_answer_lines.py eval.jsonl [more.jsonl ...] [--level 1] [--json]
+    python scripts/trace_answer_lines.py eval.jsonl [more.jsonl ...] [--level 1] [--tasks N] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import re
 from collections import Counter
@@ -72,6 +73,7 @@ def compare(rows: list[dict[str, Any]], level: int) -> dict[str, Any]:
             counts["right line count"] += len(got) == len(expected)
             if row.get("partial") is not None:
                 partials.append(float(row["partial"]))
+            kinds = value_kinds(task.program, len(expected))
             for k, line in enumerate(expected):
                 kind = "debug" if line.startswith("__DBG_") else "plain"
                 counts[f"{kind} lines"] += 1
@@ -79,8 +81,11 @@ def compare(rows: list[dict[str, Any]], level: int) -> dict[str, Any]:
                 if kind == "debug":
                     theirs = dict(_PAIR.findall(got[k].split(" ", 1)[1])) if k < len(got) and " " in got[k] else {}
                     for name, value in _PAIR.findall(line.split(" ", 1)[1]):
+                        kind = kinds[k].get(name, "computed")
                         counts["debug values"] += 1
                         counts["debug values right"] += theirs.get(name) == value
+                        counts[f"debug values {kind}"] += 1
+                        counts[f"debug values {kind} right"] += theirs.get(name) == value
             if work is not None:
                 _count_steps(counts, work, task.program, closed)
     finally:
@@ -88,6 +93,31 @@ def compare(rows: list[dict[str, Any]], level: int) -> dict[str, Any]:
     summary: dict[str, Any] = dict(counts)
     summary["mean partial"] = round(sum(partials) / len(partials), 4) if partials else None
     return summary
+
+
+def value_kinds(program: str, lines: int) -> list[dict[str, str]]:
+    """Per printed line, how each name's value at that point was bound: ``literal`` (assigned a constant, so a
+    debug line copies it from the program) or ``computed`` (an expression or an update). Straight-line programs, one
+    line per print; anything else gives no kinds (every value then counts as computed)."""
+    latest: dict[str, str] = {}
+    out: list[dict[str, str]] = []
+    for stmt in ast.parse(program).body:
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name):
+            literal = isinstance(stmt.value, ast.Constant) or (
+                isinstance(stmt.value, ast.UnaryOp) and isinstance(stmt.value.operand, ast.Constant)
+            )
+            latest[stmt.targets[0].id] = "literal" if literal else "computed"
+        elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            latest[stmt.target.id] = "computed"
+        elif (
+            isinstance(stmt, ast.Expr)
+            and isinstance(stmt.value, ast.Call)
+            and getattr(stmt.value.func, "id", "") == "print"
+        ):
+            out.append(dict(latest))
+        elif not isinstance(stmt, ast.FunctionDef):
+            return [{} for _ in range(lines)]
+    return out if len(out) == lines else [{} for _ in range(lines)]
 
 
 def _count_steps(counts: Counter[str], work: str, program: str, closed: bool) -> None:
@@ -116,9 +146,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--level", type=int, default=1)
+    parser.add_argument("--tasks", type=int, default=0, help="Only each file's first N answers (0: all).")
     parser.add_argument("--json", action="store_true", help="Print JSON instead of lines.")
     args = parser.parse_args()
-    results = {str(path): compare(load_answers(path), args.level) for path in args.files}
+    results = {str(path): compare(load_answers(path)[: args.tasks or None], args.level) for path in args.files}
     if args.json:
         print(json.dumps(results, indent=1))
         return
@@ -126,6 +157,8 @@ def main() -> None:
         print(path)
         for key, value in summary.items():
             total = {"exact": "answers", "right line count": "answers", "debug lines right": "debug lines",
+                     "debug values literal right": "debug values literal",
+                     "debug values computed right": "debug values computed",
                      "plain lines right": "plain lines", "debug values right": "debug values",
                      "worked answers closed": "worked answers", "steps right": "steps",
                      "step values right": "steps"}.get(key)  # fmt: skip

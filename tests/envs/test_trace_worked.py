@@ -105,5 +105,10 @@ def test_the_line_report_counts_right_and_wrong_steps_and_lines(tmp_path: Path) 
     assert summary["answers"] == 3 and summary["exact"] == 2 and summary["right line count"] == 3
     assert summary["debug lines right"] + summary.get("plain lines right", 0) == 3 * n_lines - 1
     assert summary["debug values"] - summary["debug values right"] == 1
+    assert summary["debug values literal"] + summary["debug values computed"] == summary["debug values"]
+    assert lines.value_kinds("a = 1\nb = a + 1\nprint(a, b)\na += 1\nprint(a)\n", 2) == [
+        {"a": "literal", "b": "computed"},
+        {"a": "computed", "b": "computed"},
+    ]
     assert summary["worked answers"] == summary["worked answers closed"] == 2
     assert summary["steps"] - summary["steps right"] == 1 == summary["steps"] - summary["step values right"]
