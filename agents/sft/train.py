@@ -195,8 +195,9 @@ def train(config: SFTConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callb
         return training.evaluated(run, callbacks, counters, returns, scores, save)
 
     stopped = False
+    validation: dict[str, float] | None = None  # of the weights as they are now (the summary reuses it)
     if not resume:
-        run.log_scalars(0, validate(ac, val_data, config))
+        run.log_scalars(0, validation := validate(ac, val_data, config))
         if config.eval_episodes > 0 and config.eval_at_start:  # the untrained model, on the later evaluations' seeds
             stopped = evaluation()
 
@@ -245,7 +246,8 @@ def train(config: SFTConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callb
             epoch, position = epoch + 1, 0
             clock.tick()
             epoch_means = {k.replace("train/", "train_epoch/"): v / steps_per_epoch for k, v in sums.items()}
-            scalars = epoch_means | validate(ac, val_data, config)
+            validation = validate(ac, val_data, config)
+            scalars = epoch_means | validation
             scalars["charts/epoch"] = epoch
             run.log_scalars(counters.global_step, scalars)
             stopped = training.update_done(callbacks, counters, scalars)
@@ -268,7 +270,7 @@ def train(config: SFTConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callb
         "epochs": epoch,
         "model": config.model,
         "action_mode": config.action_mode,
-        "validation": validate(ac, val_data, config),
+        "validation": validation if validation is not None else validate(ac, val_data, config),
         "evaluations": [e.as_dict() for e in evaluations],
         "plot": str(write_plot(run, evaluations)) if evaluations else None,
     }
