@@ -56,12 +56,26 @@ def dbg_text(value: Any) -> str:
     return text if len(text) <= _SIMPLE_REPR else type(value).__name__
 
 
+Part = tuple[str, str]
+"""(kind, text) of a piece of a step line: ``statement`` (the program's statement: its target and source, or
+``print`` for a debug print), ``substitution`` (the names replaced by their current values), ``operation`` (the
+form after one more operation), ``printed`` (the line a print writes) or ``debug`` (a debug print's line). A form's
+`` = `` and a print's `` -> `` go with the part they introduce."""
+
+PART_KINDS = ("statement", "substitution", "operation", "printed", "debug")
+
+
 @dataclass(frozen=True)
 class WorkedSolution:
-    steps: tuple[str, ...]
-    """One line per statement, in order."""
+    parts: tuple[tuple[Part, ...], ...]
+    """Each statement's line, in order, as its typed parts (their texts joined make the line)."""
     output: str
     """What the prints write, as the program's stdout."""
+
+    @property
+    def steps(self) -> tuple[str, ...]:
+        """One line per statement, in order."""
+        return tuple("".join(text for _, text in step) for step in self.parts)
 
     @property
     def text(self) -> str:
@@ -75,7 +89,7 @@ def worked_solution(program: str) -> WorkedSolution:
     except SyntaxError as exc:
         raise UnsupportedProgram(f"the program does not parse: {exc.msg} (line {exc.lineno})") from None
     values: dict[str, Any] = {}
-    steps: list[str] = []
+    steps: list[tuple[Part, ...]] = []
     output: list[str] = []
     for stmt in tree.body:
         if isinstance(stmt, ast.FunctionDef) and stmt.name == "__dbg__":
@@ -103,19 +117,19 @@ def worked_answer(program: str, expected: str) -> str:
 # -- statements ------------------------------------------------------------------------------------------------
 
 
-def _statement(stmt: ast.stmt, program: str, values: dict[str, Any]) -> tuple[str, list[str]]:
-    """(the step's line, the lines it prints)."""
+def _statement(stmt: ast.stmt, program: str, values: dict[str, Any]) -> tuple[tuple[Part, ...], list[str]]:
+    """(the step's line as its parts, the lines it prints)."""
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
         name = stmt.targets[0].id
         forms, values[name] = _reduce(stmt.value, values, ast.get_source_segment(program, stmt.value))
-        return f"{name} = {' = '.join(forms)}", []
+        return _chain(f"{name} = ", forms), []
     if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
         name = stmt.target.id
         if name not in values:
             raise UnsupportedProgram(f"{name} is updated before it is bound")
         expr = ast.BinOp(ast.Name(name, ast.Load()), stmt.op, stmt.value)
         forms, values[name] = _reduce(expr, values)
-        return f"{name} = {' = '.join(forms)}", []
+        return _chain(f"{name} = ", forms), []
     if isinstance(stmt, ast.Expr) and _is_print(stmt.value):
         return _print(stmt.value, program, values)  # type: ignore[arg-type]
     raise UnsupportedProgram(f"{type(stmt).__name__} is not straight-line code (assignments and prints)")
@@ -125,7 +139,7 @@ def _is_print(node: ast.expr) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"
 
 
-def _print(call: ast.Call, program: str, values: dict[str, Any]) -> tuple[str, list[str]]:
+def _print(call: ast.Call, program: str, values: dict[str, Any]) -> tuple[tuple[Part, ...], list[str]]:
     options = {"sep": " ", "end": "\n"}
     for keyword in call.keywords:
         if keyword.arg not in options:
@@ -139,8 +153,14 @@ def _print(call: ast.Call, program: str, values: dict[str, Any]) -> tuple[str, l
     line = options["sep"].join(str(v) for v in printed) + options["end"]
     shown = line.removesuffix("\n")
     if _is_debug_print(call):  # the tag and the current values: the names' own lines above hold the work
-        return f"print -> {shown}", [line]
-    return f"{' = '.join(forms)} -> {shown}", [line]
+        return (("statement", "print"), ("debug", f" -> {shown}")), [line]
+    return (*_chain("", forms), ("printed", f" -> {shown}")), [line]
+
+
+def _chain(lead: str, forms: list[tuple[str, str]]) -> tuple[Part, ...]:
+    """The parts of ``lead`` + the forms joined by `` = `` (the first form is the statement's source)."""
+    (_, source), *later = forms
+    return (("statement", lead + source), *((kind, f" = {text}") for kind, text in later))
 
 
 def _print_call(args: list[ast.expr]) -> ast.Call:
@@ -162,8 +182,9 @@ def _literal_text(node: ast.expr, values: dict[str, Any], what: str) -> str:
 # -- expressions -----------------------------------------------------------------------------------------------
 
 
-def _reduce(expr: ast.expr, values: dict[str, Any], source: str | None = None) -> tuple[list[str], Any]:
-    """The forms of ``expr`` from its text (``source``, else its unparsed form) to its value, and the value."""
+def _reduce(expr: ast.expr, values: dict[str, Any], source: str | None = None) -> tuple[list[tuple[str, str]], Any]:
+    """The forms of ``expr`` from its text (``source``, else its unparsed form) to its value, each with its kind
+    (:func:`_with_source`), and the value."""
     forms, (value,) = _reduce_all([expr], values, lambda args: ast.unparse(args[0]))
     return _with_source(source, ast.unparse(expr), forms), value
 
@@ -182,10 +203,13 @@ def _reduce_all(
     return forms, [_value(arg) for arg in args]
 
 
-def _with_source(source: str | None, unparsed: str, forms: list[str]) -> list[str]:
-    """The source text first (the program's own quotes and spacing), then the forms that differ from it."""
+def _with_source(source: str | None, unparsed: str, forms: list[str]) -> list[tuple[str, str]]:
+    """The source text first (the program's own quotes and spacing), then the forms that differ from it, each with
+    its kind: the first of ``forms`` is the substitution where it changed the text, the rest are operations."""
     later = _dedupe([unparsed, *forms])[1:]  # a form equal to the unparsed source adds nothing
-    return [source or unparsed, *later]
+    substituted = bool(later) and later[0] == forms[0] != unparsed
+    kinds = ["substitution" if k == 0 and substituted else "operation" for k in range(len(later))]
+    return [("statement", source or unparsed), *zip(kinds, later, strict=True)]
 
 
 def _dedupe(forms: list[str]) -> list[str]:
