@@ -59,13 +59,13 @@ def char_kinds(answer: str, program: str | None) -> tuple[list[str], set[int]]:
     rest = answer
     if program is not None and answer.startswith(f"{THINK_OPEN}\n") and THINK_CLOSE in answer:
         try:
-            parts = worked_solution(program).parts
+            solution = worked_solution(program)
         except UnsupportedProgram:
-            parts = ()
-        block = f"{THINK_OPEN}\n" + "\n".join("".join(t for _, t in step) for step in parts) + f"\n{THINK_CLOSE}\n"
-        if parts and answer.startswith(block):
+            solution = None
+        block = f"{THINK_OPEN}\n{solution.text}\n{THINK_CLOSE}\n" if solution else ""  # as worked_answer writes it
+        if block and solution.parts and answer.startswith(block):
             kinds += ["markup"] * (len(THINK_OPEN) + 1)
-            for step in parts:
+            for step in solution.parts:
                 starts.add(len(kinds))
                 for kind, text in step:
                     kinds += [kind] * len(text)

@@ -207,7 +207,7 @@ def _with_source(source: str | None, unparsed: str, forms: list[str]) -> list[tu
     """The source text first (the program's own quotes and spacing), then the forms that differ from it, each with
     its kind: the first of ``forms`` is the substitution where it changed the text, the rest are operations."""
     later = _dedupe([unparsed, *forms])[1:]  # a form equal to the unparsed source adds nothing
-    substituted = bool(later) and later[0] == forms[0] != unparsed
+    substituted = forms[0] != unparsed  # then it is later[0]: it differs from the form before it
     kinds = ["substitution" if k == 0 and substituted else "operation" for k in range(len(later))]
     return [("statement", source or unparsed), *zip(kinds, later, strict=True)]
 
