@@ -61,16 +61,40 @@ class BestResponsePolicy:
     def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
         return [self._act(info) for info in infos]
 
+    def action_values(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[list[float]]:
+        """The expected return of each legal action (``info["legal_actions"]`` order) in the mover's information
+        state, the best response playing on and the other seats uniformly at random: the histories the seat cannot
+        tell apart weighted by how likely the others' play makes them. Demonstrations record these beside the
+        move, so a tie shows as one (Kuhn poker's first seat with the king: betting and passing are both worth 1.5
+        chips against ``random``)."""
+        rows = []
+        for info in infos:
+            state, response, seat = self._state(info)
+            infoset = response.infosets[state.information_state_string(seat)]
+            reach = sum(weight for _, weight in infoset)
+            rows.append(
+                [
+                    sum(weight * response.q_value(s, int(a)) for s, weight in infoset) / reach
+                    for a in info["legal_actions"]
+                ]
+            )
+        return rows
+
     def _act(self, info: Mapping[str, Any]) -> int:
+        state, response, _ = self._state(info)
+        probabilities = response.action_probabilities(state)
+        # The best response puts probability 1 on one action; the lowest id wins a tie, so play is deterministic.
+        return min(probabilities, key=lambda action: (-probabilities[action], action))
+
+    def _state(self, info: Mapping[str, Any]) -> tuple[Any, Any, int]:
+        """The OpenSpiel state of ``info``, the seat to move's best response, and that seat."""
         if "game_string" not in info or "history" not in info:
             raise UnsupportedEnvError(
                 "the best_response agent plays OpenSpiel envs only (their info carries the game history)"
             )
         seat = int(info["player"])
         game, response = self._response(info["game_string"], seat)
-        probabilities = response.action_probabilities(replay(game, info["history"]))
-        # The best response puts probability 1 on one action; the lowest id wins a tie, so play is deterministic.
-        return min(probabilities, key=lambda action: (-probabilities[action], action))
+        return replay(game, info["history"]), response, seat
 
     def _response(self, game_string: str, seat: int) -> tuple[Any, Any]:
         key = (game_string, seat)

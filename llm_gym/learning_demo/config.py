@@ -39,12 +39,20 @@ class LearningDemoConfig:
     """sft's peak learning rate."""
     batch_size: int = 16
     """Demonstrations per gradient step (sft's default; the two measured runs in docs/learning_demo.md used it)."""
+    choice_loss_coef: float = 0.0
+    """sft's choice loss beside the answer loss: the cross-entropy of the greedy decision itself (score mode's
+    softmax over the legal actions' likelihoods); 0: the answer loss only."""
+    choice_target: str = "answer"
+    """sft's choice target: answer (the demonstrator's own) or best (any action its values rate as highly)."""
     trainable_layers: int = 4
     """LoRA on the top N layers; the frozen layers below run once per distinct demonstration."""
     threads: int = 0
     """Torch CPU threads (0: the runtime's default)."""
     dtype: str = "auto"
     """Model dtype (auto: float32 on a CPU)."""
+    agreement: bool = True
+    """Also let the demonstrator play the held-out games and report, before and after, in how many of its distinct
+    positions the model gives its answer (what was learnt, beyond games won: llm_gym/learning_demo/agreement.py)."""
 
     def __post_init__(self) -> None:
         for name in ("demo_episodes", "eval_episodes", "epochs", "batch_size"):

@@ -19,6 +19,7 @@ from llm_gym.agent import EnvConfig
 from llm_gym.callbacks import Callback
 from llm_gym.config import to_dict
 from llm_gym.demos.record import record_demos
+from llm_gym.learning_demo.agreement import Agreement, Positions, agreement, demonstrator_positions, positions_as_dicts
 from llm_gym.learning_demo.config import LearningDemoConfig
 from llm_gym.plugins import get_agent
 from llm_gym.runs import Run, default_run_name, write_json_atomic
@@ -79,6 +80,10 @@ class LearningDemoResult:
     """Wall seconds per phase, in order."""
     checkpoint: str | None = None
     plot: Path | None = None
+    positions: Positions | None = None
+    """The distinct positions of the demonstrator's held-out games (``config.agreement``)."""
+    agreements: list[Agreement] = field(default_factory=list)
+    """Before and after: the model's greedy answer in each of those positions."""
 
     @property
     def wall_seconds(self) -> float:
@@ -104,6 +109,8 @@ class LearningDemoResult:
             "wall_s": self.wall_seconds,
             "checkpoint": self.checkpoint,
             "plot": str(self.plot) if self.plot else None,
+            "positions": positions_as_dicts(self.positions) if self.positions is not None else None,
+            "agreement": [a.as_dict() for a in self.agreements],
         }
 
 
@@ -156,6 +163,8 @@ def sft_settings(config: LearningDemoConfig, demos: Path) -> dict[str, Any]:
         "epochs": config.epochs,
         "batch_size": config.batch_size,
         "learning_rate": config.learning_rate,
+        "choice_loss_coef": config.choice_loss_coef,
+        "choice_target": config.choice_target,
         "eval_episodes": config.eval_episodes,
         "eval_every": 0,  # only before and after: each evaluation costs as much as the training
         "eval_max_steps": 0,
@@ -209,7 +218,30 @@ def run_learning_demo(
         config, run_path, demos_path, demos.decisions, before, after, references, phases,
         checkpoint=summary.get("checkpoint"),  # the last epoch's: the adapter "after" evaluated
     )  # fmt: skip
+    if config.agreement:
+        start = time.perf_counter()
+        result.positions, result.agreements = _agreements(sft(sft_config), demonstrator, env, config, result)
+        phases["agreement per position"] = time.perf_counter() - start
+        agreed = result.agreements[-1]
+        log(f"after: the demonstrator's answer in {agreed.agreed_positions} of its {len(result.positions)} positions")
     return result
+
+
+def _agreements(
+    sft: Any, demonstrator: Any, env: EnvConfig, config: LearningDemoConfig, result: LearningDemoResult
+) -> tuple[Positions, list[Agreement]]:
+    """The demonstrator's positions in the held-out games, and the model's answers there before and after training
+    (each policy loaded in turn: the untrained model, then the checkpoint merged, as ``llm-gym play`` loads it)."""
+    positions = demonstrator_positions(demonstrator.policy(env), env, config.eval_episodes, config.eval_seeds.start)
+    checkpoints = [(result.before.label, None), (result.after.label, result.checkpoint)]
+    agreements = []
+    for label, checkpoint in checkpoints:
+        if label == result.after.label and checkpoint is None:
+            break  # no checkpoint was written: nothing to ask
+        policy = sft.policy(env, Path(checkpoint) if checkpoint else None)
+        agreements.append(agreement(policy, label, positions))
+        del policy  # one model in memory at a time
+    return positions, agreements
 
 
 def _play(agent: Any, label: str, env: EnvConfig, config: LearningDemoConfig) -> Arm:

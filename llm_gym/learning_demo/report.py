@@ -5,11 +5,17 @@ before and after overlap, the wall time of each phase, and a PNG of the same int
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
+from llm_gym.learning_demo.agreement import Position, Positions
 from llm_gym.learning_demo.pipeline import Arm, LearningDemoResult
 
 PLOT_FILE = "learning_demo.png"
+_ASIDE = re.compile(r"\s*\([^()]*\)")
+POSITION_ROWS = 16
+"""Positions listed one per row up to this many (Kuhn poker's learner meets 10 against ``random``); past it, only the
+counts are printed."""
 
 
 def _seeds(seeds: range) -> str:
@@ -48,6 +54,7 @@ def summary_text(result: LearningDemoResult) -> str:
         verdict = f"no learning shown: after's interval [{after[1]:.0%}, {after[2]:.0%}] does not lie above before's"
         verdict += f" [{before[1]:.0%}, {before[2]:.0%}]"
     lines.append(verdict)
+    lines.extend(_agreement_lines(result))
     lines.append(
         f"trained on {result.demo_decisions} decisions of {config.demonstrator} from {config.demo_episodes} games "
         f"(seeds {_seeds(config.demo_seeds)}, none of them evaluated); model {config.model}, LoRA on the top "
@@ -60,6 +67,56 @@ def summary_text(result: LearningDemoResult) -> str:
     if result.plot:
         lines.append(f"plot: {result.plot}")
     return "\n".join(lines)
+
+
+def position_labels(positions: Positions) -> list[str]:
+    """A short name per position: the lines of its observation that are not in every position's (the seat, the
+    card and the actions so far, in a card game), without their parenthesised asides, joined by " | "."""
+    texts = [[_ASIDE.sub("", line).strip() for line in str(p.observation).splitlines()] for p in positions]
+    common = set.intersection(*(set(lines) for lines in texts)) if texts else set()
+    return [" | ".join(line.strip() for line in lines if line not in common and line.strip()) for lines in texts]
+
+
+def _agreement_lines(result: LearningDemoResult) -> list[str]:
+    positions = result.positions
+    if positions is None or not result.agreements:
+        return []
+    lines = []
+    if len(positions) <= POSITION_ROWS:
+        from rich.console import Console
+        from rich.table import Table
+
+        labels = [a.label.split(":")[0] for a in result.agreements]
+        table = Table(
+            "position (what differs between them)", "times met", result.config.demonstrator, *labels,
+            title=f"greedy answer in each position the demonstrator met in the {result.after.n} held-out games",
+        )  # fmt: skip
+        for i, (label, position) in enumerate(zip(position_labels(positions), positions, strict=True)):
+            marked = [_marked(position, a.answers[i]) for a in result.agreements]
+            table.add_row(label, str(position.visits), position.name(position.action), *marked)
+        console = Console(file=io.StringIO(), width=140, color_system=None)
+        console.print(table)
+        lines.append(console.file.getvalue().rstrip())
+    for a in result.agreements:
+        line = (
+            f"{a.label.split(':')[0]}: the demonstrator's answer in {a.agreed_decisions}/{positions.decisions} of its "
+            f"held-out decisions ({a.agreed_positions}/{len(positions)} positions)"
+        )
+        if any(p.values for p in positions):
+            line += f", an answer as good by its values in {a.best_decisions}/{positions.decisions}"
+        lines.append(line)
+    return lines
+
+
+def _marked(position: Position, answer: int) -> str:
+    """The answer's name, marked where it is not the demonstrator's: by the demonstrator's values "as good" (a tie)
+    or "worse"; "differs" where it has no values."""
+    name = position.name(answer)
+    if answer == position.action:
+        return name
+    if not position.values:
+        return f"{name} (differs)"
+    return f"{name} (as good)" if position.is_best(answer) else f"{name} (worse)"
 
 
 def write_plot(result: LearningDemoResult) -> Path:

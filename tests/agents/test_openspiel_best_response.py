@@ -55,3 +55,30 @@ def test_refusals_are_one_line() -> None:
     _, info = env.reset(seed=0)
     with pytest.raises(UnsupportedEnvError, match="too large"):
         tiny_budget.act([None], [info])
+
+
+def test_action_values_are_the_information_state_values_and_show_the_kings_tie() -> None:
+    from llm_gym.learning_demo.agreement import demonstrator_positions
+
+    env = EnvConfig(KUHN)
+    policy = get_agent("best_response")().policy(env)
+    positions = list(demonstrator_positions(policy, env, 200, seed=0))
+    values = policy.action_values([p.observation for p in positions], [p.info for p in positions])
+    by_state = {}
+    for position, row in zip(positions, values, strict=True):
+        info = position.info
+        names = [str(n) for n in info["action_names"]]
+        assert max(row) == row[list(info["legal_actions"]).index(position.action)]  # it plays a best action
+        card = str(position.observation).split("Your card: ")[1][0]
+        by_state[(int(info["player"]), card, tuple(info["history"][2:]))] = dict(zip(names, row, strict=True))
+    # The first seat opens (no action yet). Against uniform play: J -1 / -0.5, Q 0 / 0.5, K 1.5 / 1.5
+    # (a tie: the opponent folds or calls a bet half the time each, and after a pass it bets into the king or
+    # checks), so the opening is worth (-0.5 + 0.5 + 1.5) / 3 = 0.5, OpenSpiel's best-response value of that seat.
+    openings = {card: by_state[(0, card, ())] for card in "JQK"}
+    assert openings["J"] == pytest.approx({"Pass": -1.0, "Bet": -0.5})
+    assert openings["Q"] == pytest.approx({"Pass": 0.0, "Bet": 0.5})
+    assert openings["K"] == pytest.approx({"Pass": 1.5, "Bet": 1.5})
+    assert sum(max(v.values()) for v in openings.values()) / 3 == pytest.approx(0.5)
+    # The second seat facing a bet (action 1): fold the jack, call with the queen (even money).
+    assert by_state[(1, "J", (1,))] == pytest.approx({"Pass": -1.0, "Bet": -2.0})
+    assert by_state[(1, "Q", (1,))] == pytest.approx({"Pass": -1.0, "Bet": 0.0})

@@ -50,10 +50,19 @@ def test_records_trains_evaluates_on_held_out_seeds_and_reports(tiny_model_dir: 
     assert result.wall_seconds > 0 and Path(result.checkpoint, "adapter").is_dir()
     assert result.plot.stat().st_size > 1000 and result.plot.suffix == ".png"
     assert saved["learning_shown"] == result.learning_shown()
+    # Agreement per position: the demonstrator's positions in the same 5 held-out games, each model's answer there.
+    assert [a["label"] for a in saved["agreement"]] == [result.before.label, result.after.label]
+    assert len(saved["positions"]) == len(result.positions) >= 1
+    assert sum(p["visits"] for p in saved["positions"]) == saved["agreement"][0]["decisions"] >= 5
+    for entry in saved["agreement"]:
+        assert len(entry["answers"]) == len(result.positions)
+        assert entry["agreed_decisions"] <= entry["best_decisions"] <= entry["decisions"]
+    assert "agreement per position" in result.phases
 
     text = summary_text(result)
     for expected in ("before: untrained model", "after: sft, 1 epoch ", "random (reference)", "seeds 10000-10004",
-                     "seeds 0-5", "wall time", f"plot: {result.plot}", "/5 = "):  # fmt: skip
+                     "seeds 0-5", "wall time", f"plot: {result.plot}", "/5 = ", "times met",
+                     "before: the demonstrator's answer in ", "an answer as good by its values in "):  # fmt: skip
         assert expected in text
     verdict = "learning shown: " if result.learning_shown() else "no learning shown: "
     assert any(line.startswith(verdict) for line in text.splitlines())
