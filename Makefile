@@ -31,7 +31,7 @@ $(STAMP): pyproject.toml setup.py $(PLUGINS)
 # 4 min on this 2-core machine at load 3-6 (35-47 min while it was shared, load 9-23): 64 games of Kuhn
 # poker played by the exact best response to a random opponent (seeds 0-63) -> sft (LoRA on the top 4 layers,
 # 3 epochs) -> greedy play before and after on 100 held-out games (seeds 10,000-10,099) in one process -> a table
-# with 95% intervals, the wall time, and a PNG. Kuhn poker because a decision is one short prompt and two answers,
+# with 95% intervals, the model's answer in each position the demonstrator met, the wall time, and a PNG. Kuhn poker because a decision is one short prompt and two answers,
 # and the untrained model (it always passes) loses there far more often than the demonstrator, so the difference
 # shows with intervals apart in 100 games. Other settings: make demo DEMO_ARGS="--set seed=500 --set demo_seed=100".
 DEMO_ARGS ?=

@@ -88,13 +88,13 @@ def _agreement_lines(result: LearningDemoResult) -> list[str]:
 
         labels = [a.label.split(":")[0] for a in result.agreements]
         table = Table(
-            "position (what differs between them)", "times met", result.config.demonstrator, *labels,
+            "position (the lines that differ)", "times met", result.config.demonstrator, *labels,
             title=f"greedy answer in each position the demonstrator met in the {result.after.n} held-out games",
         )  # fmt: skip
         for i, (label, position) in enumerate(zip(position_labels(positions), positions, strict=True)):
             marked = [_marked(position, a.answers[i]) for a in result.agreements]
             table.add_row(label, str(position.visits), position.name(position.action), *marked)
-        console = Console(file=io.StringIO(), width=140, color_system=None)
+        console = Console(file=io.StringIO(), width=150, color_system=None)
         console.print(table)
         lines.append(console.file.getvalue().rstrip())
     for a in result.agreements:
