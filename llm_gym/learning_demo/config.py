@@ -9,6 +9,7 @@ Why this task: docs/learning_demo.md.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 SFT_EVAL_SEED_OFFSET = 10_000
 """sft (like ppo_lora) evaluates on seeds ``10,000 + seed + i`` (``EVAL_SEED_OFFSET`` in agents/ppo_lora/train.py;
@@ -42,7 +43,7 @@ class LearningDemoConfig:
     choice_loss_coef: float = 0.0
     """sft's choice loss beside the answer loss: the cross-entropy of the greedy decision itself (score mode's
     softmax over the legal actions' likelihoods); 0: the answer loss only."""
-    choice_target: str = "answer"
+    choice_target: Literal["answer", "best"] = "answer"
     """sft's choice target: answer (the demonstrator's own) or best (any action its values rate as highly)."""
     trainable_layers: int = 4
     """LoRA on the top N layers; the frozen layers below run once per distinct demonstration."""

@@ -84,6 +84,8 @@ def test_command_line_prints_the_table_and_refuses_bad_settings(tiny_model_dir: 
 
     refused = runner.invoke(app, ["--set", "eval_episode=3"])
     assert refused.exit_code == 2 and "did you mean eval_episodes" in refused.output
+    target = runner.invoke(app, ["--set", "choice_target=worst"])
+    assert target.exit_code == 2 and "choose one of answer, best" in target.output
     overlap = runner.invoke(app, ["--set", "demo_seed=9990", "--set", "demo_episodes=20"])
     assert overlap.exit_code == 2 and "overlap the evaluation seeds" in overlap.output
 
