@@ -52,6 +52,16 @@ class ParsedAction:
     """Which rule matched (``"none"`` when nothing did)."""
 
 
+def legal_action_name(action: Any, info: Mapping[str, Any]) -> str | None:
+    """The name of ``action`` among the legal actions in ``info`` (``action_names``, parallel to
+    ``legal_actions``: score mode's choices), or None where it is not legal or the info names none."""
+    legal = [int(a) for a in info.get("legal_actions", ())]
+    names = list(info.get("action_names", ()))
+    if int(action) in legal and len(names) == len(legal):
+        return str(names[legal.index(int(action))])
+    return None
+
+
 def clean_answer(text: object) -> str:
     """Drop think blocks, keep the last fenced code block if there is one, trim and collapse whitespace."""
     text = text if isinstance(text, str) else str(text)

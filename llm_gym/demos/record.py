@@ -21,6 +21,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from llm_gym.actions import legal_action_name
 from llm_gym.agent import EnvConfig, Policy, policy_action_values
 from llm_gym.demos.format import DemoRecord, write_records
 from llm_gym.envs.history import TURNS_KEY
@@ -201,13 +202,7 @@ def _records(
 
 def _answer(action: Any, info: Mapping[str, Any], text_actions: bool) -> str | None:
     """The answer text of ``action``: its name among the legal actions (score mode's choices), or the text."""
-    if text_actions:
-        return str(action)
-    legal = [int(a) for a in info.get("legal_actions", ())]
-    names = list(info.get("action_names", ()))
-    if int(action) in legal and len(names) == len(legal):
-        return str(names[legal.index(int(action))])
-    return None
+    return str(action) if text_actions else legal_action_name(action, info)
 
 
 def _plain(action: Any) -> int | str:

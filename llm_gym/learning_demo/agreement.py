@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm_gym.actions import legal_action_name
 from llm_gym.agent import EnvConfig, Policy, policy_action_values
 from llm_gym.evaluation import run_episodes
 from llm_gym.training import evaluation_env
@@ -48,9 +49,7 @@ class Position:
 
     def name(self, action: int) -> str:
         """The env's name of ``action`` here (its id where the info lists no names)."""
-        legal = list(self.info.get("legal_actions", ()))
-        names = list(self.info.get("action_names", ()))
-        return str(names[legal.index(action)]) if action in legal and len(names) == len(legal) else str(action)
+        return legal_action_name(action, self.info) or str(action)
 
 
 @dataclass

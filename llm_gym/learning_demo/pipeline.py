@@ -233,14 +233,9 @@ def _agreements(
     """The demonstrator's positions in the held-out games, and the model's answers there before and after training
     (each policy loaded in turn: the untrained model, then the checkpoint merged, as ``llm-gym play`` loads it)."""
     positions = demonstrator_positions(demonstrator.policy(env), env, config.eval_episodes, config.eval_seeds.start)
-    checkpoints = [(result.before.label, None), (result.after.label, result.checkpoint)]
-    agreements = []
-    for label, checkpoint in checkpoints:
-        if label == result.after.label and checkpoint is None:
-            break  # no checkpoint was written: nothing to ask
-        policy = sft.policy(env, Path(checkpoint) if checkpoint else None)
-        agreements.append(agreement(policy, label, positions))
-        del policy  # one model in memory at a time
+    agreements = [agreement(sft.policy(env), result.before.label, positions)]
+    if result.checkpoint:  # else no checkpoint was written: nothing to ask after training
+        agreements.append(agreement(sft.policy(env, Path(result.checkpoint)), result.after.label, positions))
     return positions, agreements
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import re
 from pathlib import Path
+from typing import Any
 
 from llm_gym.learning_demo.agreement import Position, Positions
 from llm_gym.learning_demo.pipeline import Arm, LearningDemoResult
@@ -30,7 +31,6 @@ def _row(arm: Arm) -> list[str]:
 
 def summary_text(result: LearningDemoResult) -> str:
     """The table and the lines under it, as plain text (what ``make demo`` ends with)."""
-    from rich.console import Console
     from rich.table import Table
 
     config = result.config
@@ -43,9 +43,7 @@ def summary_text(result: LearningDemoResult) -> str:
     table.add_section()
     for arm in result.references:
         table.add_row(*_row(arm), style="dim")
-    console = Console(file=io.StringIO(), width=110, color_system=None)
-    console.print(table)
-    lines = [console.file.getvalue().rstrip()]
+    lines = [_render(table, width=110)]
     before, after = result.before.win_rate(), result.after.win_rate()
     if result.learning_shown():
         verdict = f"learning shown: after's interval [{after[1]:.0%}, {after[2]:.0%}] lies above before's"
@@ -69,6 +67,15 @@ def summary_text(result: LearningDemoResult) -> str:
     return "\n".join(lines)
 
 
+def _render(table: Any, width: int) -> str:
+    """A rich table as plain text, ``width`` columns wide."""
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), width=width, color_system=None)
+    console.print(table)
+    return console.file.getvalue().rstrip()
+
+
 def position_labels(positions: Positions) -> list[str]:
     """A short name per position: the lines of its observation that are not in every position's (the seat, the
     card and the actions so far, in a card game), without their parenthesised asides, joined by " | "."""
@@ -83,7 +90,6 @@ def _agreement_lines(result: LearningDemoResult) -> list[str]:
         return []
     lines = []
     if len(positions) <= POSITION_ROWS:
-        from rich.console import Console
         from rich.table import Table
 
         labels = [a.label.split(":")[0] for a in result.agreements]
@@ -94,9 +100,7 @@ def _agreement_lines(result: LearningDemoResult) -> list[str]:
         for i, (label, position) in enumerate(zip(position_labels(positions), positions, strict=True)):
             marked = [_marked(position, a.answers[i]) for a in result.agreements]
             table.add_row(label, str(position.visits), position.name(position.action), *marked)
-        console = Console(file=io.StringIO(), width=150, color_system=None)
-        console.print(table)
-        lines.append(console.file.getvalue().rstrip())
+        lines.append(_render(table, width=150))
     for a in result.agreements:
         line = (
             f"{a.label.split(':')[0]}: the demonstrator's answer in {a.agreed_decisions}/{positions.decisions} of its "
