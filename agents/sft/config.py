@@ -59,7 +59,8 @@ class SFTConfig(LocalLMConfig):
     """Demos per gradient step."""
     micro_batch_size: int = training_only(16)
     """Demos per forward/backward pass: a larger ``batch_size`` accumulates the gradient over micro-batches (the
-    same gradient, less memory). Memory grows with it: LoRA on every layer of the default model in float32 takes
+    same gradient, less memory). Demos a batch repeats (the same prompt and answer) run as one row counted as often
+    (the same loss and gradient), so this is distinct demos per pass. Memory grows with it: LoRA on every layer of the default model in float32 takes
     about 0.5 GiB per tic-tac-toe demo (batch_size=64 in one pass ran out of 24 GiB)."""
     learning_rate: float = training_only(5e-4)
     """Peak AdamW learning rate (LoRA weights and value head); cosine decay to min_lr_ratio after warmup_steps."""

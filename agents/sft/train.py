@@ -46,10 +46,16 @@ class Batches:
     """The demos of one split with each one's frozen-layer output, computed once."""
 
     def __init__(
-        self, ac: ActorCritic, examples: Sequence[DemoExample], batch_size: int, with_choices: bool = False
+        self,
+        ac: ActorCritic,
+        examples: Sequence[DemoExample],
+        batch_size: int,
+        with_choices: bool = False,
+        merge_repeats: bool = True,
     ) -> None:
         self.examples = list(examples)
         self.with_choices = with_choices
+        self.merge_repeats = merge_repeats
         self.parts = [prompt_and_answer(e.encoded) for e in self.examples]
         # Demos repeat decisions (every game starts from the same board): each distinct prompt + answer runs once
         # and its copies share the tensor (the rows hold the answer's fed-in tokens too, or every choice's).
@@ -85,6 +91,18 @@ class Batches:
         """Answer tokens of these demos (what the answer loss averages over)."""
         return sum(len(self.parts[i][1]) for i in index)
 
+    def repeats(self, index: Sequence[int]) -> list[list[int]]:
+        """The demos of ``index`` grouped by distinct prompt + answer (+ choices), in first-seen order. A group's
+        demos give the trainable layers the same input and the same labels, so one row run once and counted
+        ``len(group)`` times is exactly their loss and gradient (small games repeat decisions: Kuhn poker's demos
+        hold about 10 distinct ones, so a batch of 16 runs about 7.5 rows). Without ``merge_repeats``: groups of one."""
+        if not self.merge_repeats:
+            return [[i] for i in index]
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        for i in index:
+            groups.setdefault(self._key(i), []).append(i)
+        return list(groups.values())
+
     def losses(
         self,
         ac: ActorCritic,
@@ -96,32 +114,42 @@ class Batches:
         """Answer cross-entropy (mean over the batch's answer tokens), the demo answers' mean probability, and the
         value head's MSE to the returns-to-go. With ``share`` = (answer tokens, demos) of the whole batch that these
         demos are a micro-batch of, ``loss`` is this micro-batch's part of the batch's loss (the parts sum to it)."""
-        batch = self._pack(ac, index)
-        hidden = padded_hidden([self.hidden[i] for i in index], batch.input_ids.shape[1]).to(ac.device)
+        groups = self.repeats(index)
+        rows = [group[0] for group in groups]
+        batch = self._pack(ac, rows)
+        hidden = padded_hidden([self.hidden[i] for i in rows], batch.input_ids.shape[1]).to(ac.device)
         out, values = ac.top(hidden, batch, "train" if train else "rollout")
-        targets = torch.tensor([self.examples[i].return_to_go for i in index], device=values.device)
-        squared = 0.5 * (values - config.reward_scale * targets) ** 2
+        count = torch.tensor([len(group) for group in groups], dtype=values.dtype, device=values.device)
+        # A group's demos share the value prediction but not the return-to-go: sum_j (v - t_j)^2 / 2 is
+        # count * (v - mean t)^2 / 2 plus the spread of the targets around their mean (no gradient).
+        scaled = [[config.reward_scale * self.examples[i].return_to_go for i in group] for group in groups]
+        mean = torch.tensor([sum(t) / len(t) for t in scaled], dtype=values.dtype, device=values.device)
+        spread = sum(sum((x - sum(t) / len(t)) ** 2 for x in t) for t in scaled) / 2
+        squared_sum = (count * 0.5 * (values - mean) ** 2).sum() + spread
         tokens, demos = share or (self.answer_tokens(index), len(index))
         if self.with_choices:
             # Each row holds every legal action as a continuation; the answer is one of them.
-            answer = torch.tensor([self.examples[i].answer_index for i in index], device=values.device)
-            table = choice_table(out.seq_logprobs, batch.seq_row, len(index))
+            answer = torch.tensor([self.examples[i].answer_index for i in rows], device=values.device)
+            table = choice_table(out.seq_logprobs, batch.seq_row, len(rows))
             answer_seq = table.gather(1, answer[:, None]).squeeze(1)
             choice_logp = torch.log_softmax(table, dim=-1)
             right = torch.zeros_like(choice_logp, dtype=torch.bool)  # what the choice loss counts as right
-            for row, i in enumerate(index):
+            for row, i in enumerate(rows):
                 example = self.examples[i]
                 right[row, list(example.best) if config.choice_target == "best" else [example.answer_index]] = True
             choice_nll = -torch.logsumexp(choice_logp.masked_fill(~right, float("-inf")), dim=1)
         else:
             answer_seq = out.seq_logprobs
-        loss = -answer_seq.sum() / tokens + config.value_coef * squared.sum() / demos
-        losses = {"answer_loss": -answer_seq.sum() / self.answer_tokens(index), "answer_prob": answer_seq.exp().mean(),
-                  "value_loss": squared.mean()}  # fmt: skip
+        answer_sum = (count * answer_seq).sum()
+        loss = -answer_sum / tokens + config.value_coef * squared_sum / demos
+        losses = {"answer_loss": -answer_sum / self.answer_tokens(index),
+                  "answer_prob": (count * answer_seq.exp()).sum() / len(index),
+                  "value_loss": squared_sum / len(index)}  # fmt: skip
         if self.with_choices:
-            loss = loss + config.choice_loss_coef * choice_nll.sum() / demos
-            losses |= {"choice_loss": choice_nll.mean(),
-                       "choice_accuracy": right.gather(1, choice_logp.argmax(1, keepdim=True)).float().mean()}  # fmt: skip
+            chosen = right.gather(1, choice_logp.argmax(1, keepdim=True)).squeeze(1)
+            loss = loss + config.choice_loss_coef * (count * choice_nll).sum() / demos
+            losses |= {"choice_loss": (count * choice_nll).sum() / len(index),
+                       "choice_accuracy": (count * chosen).sum() / len(index)}  # fmt: skip
         return {"loss": loss, **losses}
 
 
@@ -155,12 +183,13 @@ def train(config: SFTConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callb
     if with_choices:
         _check_choices(config.demos, train_records + val_records, config.action_mode, config.choice_target)
 
-    def batches(part: list[DemoRecord]) -> Batches:  # whole episodes per split, so each part's targets are complete
+    def batches(part: list[DemoRecord], merge_repeats: bool) -> Batches:  # whole episodes per split (complete targets)
         targets = value_targets(part, config.value_gamma, config.demos)
         return Batches(ac, [encoder.encode(r, t) for r, t in zip(part, targets, strict=True)], config.batch_size,
-                       with_choices)  # fmt: skip
+                       with_choices, merge_repeats)  # fmt: skip
 
-    train_data, val_data = batches(train_records), batches(val_records)
+    # Repeated demos run once per batch; with LoRA dropout each copy would draw its own mask, so training keeps them.
+    train_data, val_data = batches(train_records, config.lora_dropout == 0), batches(val_records, True)
     params = ac.trainable_parameters()
     optimizer = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=config.weight_decay)
     steps_per_epoch = math.ceil(len(train_data) / config.batch_size)
@@ -304,8 +333,9 @@ def _accumulate(data: Batches, ac: ActorCritic, index: Sequence[int], config: SF
     batch's); returns the batch's losses (the answer loss per answer token, the others per demo)."""
     share = (data.answer_tokens(index), len(index))
     scalars: dict[str, float] = {}
-    for start in range(0, len(index), config.micro_batch_size):
-        micro = index[start : start + config.micro_batch_size]
+    groups = data.repeats(index)  # a micro-batch is micro_batch_size distinct rows, however many demos repeat them
+    for start in range(0, len(groups), config.micro_batch_size):
+        micro = [i for group in groups[start : start + config.micro_batch_size] for i in group]
         losses = data.losses(ac, micro, config, train=True, share=share)
         losses["loss"].backward()
         weights = {"loss": 1.0, "answer_loss": data.answer_tokens(micro) / share[0]}
