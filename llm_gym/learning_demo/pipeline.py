@@ -19,12 +19,24 @@ from llm_gym.agent import EnvConfig
 from llm_gym.callbacks import Callback
 from llm_gym.config import to_dict
 from llm_gym.demos.record import record_demos
-from llm_gym.learning_demo.agreement import Agreement, Positions, agreement, demonstrator_positions, positions_as_dicts
+from llm_gym.learning_demo.agreement import (
+    Agreement,
+    Positions,
+    agreement,
+    demonstrator_positions,
+    positions_as_dicts,
+    unreached_positions,
+)
 from llm_gym.learning_demo.config import LearningDemoConfig
 from llm_gym.plugins import get_agent
 from llm_gym.runs import Run, default_run_name, write_json_atomic
 from llm_gym.stats import mean_ci95, wilson_ci95
 from llm_gym.training import play_evaluation
+
+EXPLORER_GAMES = 4
+"""The uniformly random player plays this many times the evaluation's games to find the positions the demonstrator
+never reaches (in Kuhn poker the rarest, a first-seat card facing a bet after its own pass, comes up in 1 of 24 games:
+400 games miss it with probability 4e-8)."""
 
 RESULT_FILE = "learning_demo.json"
 """Written into the sft run directory: the settings, every evaluation's returns and scores, and the timings."""
@@ -84,6 +96,10 @@ class LearningDemoResult:
     """The distinct positions of the demonstrator's held-out games (``config.agreement``)."""
     agreements: list[Agreement] = field(default_factory=list)
     """Before and after: the model's greedy answer in each of those positions."""
+    unreached: Positions | None = None
+    """Positions the random player meets that the demonstrator never does: in no demonstration."""
+    unreached_agreements: list[Agreement] = field(default_factory=list)
+    """Before and after: the model's greedy answer in each of those."""
 
     @property
     def wall_seconds(self) -> float:
@@ -111,6 +127,8 @@ class LearningDemoResult:
             "plot": str(self.plot) if self.plot else None,
             "positions": positions_as_dicts(self.positions) if self.positions is not None else None,
             "agreement": [a.as_dict() for a in self.agreements],
+            "unreached_positions": positions_as_dicts(self.unreached) if self.unreached is not None else None,
+            "unreached_agreement": [a.as_dict() for a in self.unreached_agreements],
         }
 
 
@@ -220,7 +238,7 @@ def run_learning_demo(
     )  # fmt: skip
     if config.agreement:
         start = time.perf_counter()
-        result.positions, result.agreements = _agreements(sft(sft_config), demonstrator, env, config, result)
+        _agreements(sft(sft_config), demonstrator, env, config, result)
         phases["agreement per position"] = time.perf_counter() - start
         agreed = result.agreements[-1]
         log(f"after: the demonstrator's answer in {agreed.agreed_positions} of its {len(result.positions)} positions")
@@ -229,14 +247,23 @@ def run_learning_demo(
 
 def _agreements(
     sft: Any, demonstrator: Any, env: EnvConfig, config: LearningDemoConfig, result: LearningDemoResult
-) -> tuple[Positions, list[Agreement]]:
-    """The demonstrator's positions in the held-out games, and the model's answers there before and after training
-    (each policy loaded in turn: the untrained model, then the checkpoint merged, as ``llm-gym play`` loads it)."""
-    positions = demonstrator_positions(demonstrator.policy(env), env, config.eval_episodes, config.eval_seeds.start)
-    agreements = [agreement(sft.policy(env), result.before.label, positions)]
+) -> None:
+    """The demonstrator's positions in the held-out games and those only random play reaches there, and the model's
+    answers in both before and after training (each policy loaded in turn: the untrained model, then the checkpoint
+    merged, as ``llm-gym play`` loads it); stored in ``result``."""
+    demonstrator_policy = demonstrator.policy(env)
+    start = config.eval_seeds.start
+    result.positions = demonstrator_positions(demonstrator_policy, env, config.eval_episodes, start)
+    explorer = get_agent("random")().policy(env)
+    games = EXPLORER_GAMES * config.eval_episodes
+    result.unreached = unreached_positions(demonstrator_policy, explorer, env, games, start, result.positions)
+    models = [(result.before.label, None)]
     if result.checkpoint:  # else no checkpoint was written: nothing to ask after training
-        agreements.append(agreement(sft.policy(env, Path(result.checkpoint)), result.after.label, positions))
-    return positions, agreements
+        models.append((result.after.label, Path(result.checkpoint)))
+    for label, checkpoint in models:
+        policy = sft.policy(env, checkpoint)
+        result.agreements.append(agreement(policy, label, result.positions))
+        result.unreached_agreements.append(agreement(policy, label, result.unreached))
 
 
 def _play(agent: Any, label: str, env: EnvConfig, config: LearningDemoConfig) -> Arm:

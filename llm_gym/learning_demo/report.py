@@ -88,18 +88,24 @@ def _agreement_lines(result: LearningDemoResult) -> list[str]:
     positions = result.positions
     if positions is None or not result.agreements:
         return []
+    unreached = result.unreached if result.unreached is not None else Positions()
     lines = []
-    if len(positions) <= POSITION_ROWS:
+    if len(positions) + len(unreached) <= POSITION_ROWS:
         from rich.table import Table
 
         labels = [a.label.split(":")[0] for a in result.agreements]
-        table = Table(
-            "position (the lines that differ)", "times met", result.config.demonstrator, *labels,
-            title=f"greedy answer in each position the demonstrator met in the {result.after.n} held-out games",
-        )  # fmt: skip
-        for i, (label, position) in enumerate(zip(position_labels(positions), positions, strict=True)):
-            marked = [_marked(position, a.answers[i]) for a in result.agreements]
-            table.add_row(label, str(position.visits), position.name(position.action), *marked)
+        title = f"greedy answer in each position the demonstrator met in the {result.after.n} held-out games"
+        if len(unreached):
+            title += " (and, met 'never', those only random play reaches: in no demonstration)"
+        table = Table("position (the lines that differ)", "times met", result.config.demonstrator, *labels, title=title)
+        everything = Positions({**positions.by_key, **unreached.by_key})
+        answers = [a.answers + u.answers for a, u in zip(result.agreements, result.unreached_agreements, strict=True)]
+        for i, (label, position) in enumerate(zip(position_labels(everything), everything, strict=True)):
+            if i == len(positions):
+                table.add_section()
+            marked = [_marked(position, row[i]) for row in answers]
+            table.add_row(label, str(position.visits) if i < len(positions) else "never", position.name(position.action),
+                          *marked)  # fmt: skip
         lines.append(_render(table, width=150))
     for a in result.agreements:
         line = (
@@ -108,6 +114,14 @@ def _agreement_lines(result: LearningDemoResult) -> list[str]:
         )
         if any(p.values for p in positions):
             line += f", an answer as good by its values in {a.best_decisions}/{positions.decisions}"
+        lines.append(line)
+    for u in result.unreached_agreements if unreached else ():
+        line = (
+            f"{u.label.split(':')[0]}, in the {len(unreached)} positions the demonstrator never reaches (in no "
+            f"demonstration): its answer in {u.agreed_positions}/{len(unreached)}"
+        )
+        if any(p.values for p in unreached):
+            line += f", an answer as good by its values in {u.best_positions}/{len(unreached)}"
         lines.append(line)
     return lines
 

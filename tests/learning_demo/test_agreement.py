@@ -1,13 +1,14 @@
 """Agreement per position: the demonstrator's distinct positions in the held-out games (with its answer, its action
-values and how often each came up), any policy's greedy answer in each, and the refusal of a demonstrator that
-answers one observation in two ways. Real Kuhn poker, the exact best response, the uniform random agent."""
+values and how often each came up), the positions only random play reaches (in no demonstration), any policy's
+greedy answer in each, and the refusal of a demonstrator that answers one observation in two ways. Real Kuhn poker,
+the exact best response, the uniform random agent."""
 
 from __future__ import annotations
 
 import pytest
 
 from llm_gym.agent import EnvConfig
-from llm_gym.learning_demo.agreement import agreement, demonstrator_positions
+from llm_gym.learning_demo.agreement import agreement, demonstrator_positions, unreached_positions
 from llm_gym.learning_demo.report import position_labels
 from llm_gym.plugins import get_agent
 
@@ -48,6 +49,35 @@ def test_the_demonstrator_agrees_with_itself_and_a_constant_policy_only_where_it
     king_first = next(p for p in positions if p.action == 0 and p.values[0] == p.values[1])
     assert bet.best_decisions == bet.agreed_decisions + king_first.visits
     assert bet.as_dict()["answers"] == ["Bet"] * 10
+
+
+def test_random_play_finds_the_two_positions_the_demonstrator_never_reaches(positions) -> None:
+    # The learner has 12 information states; the best response never passes the jack or the queen first, so the
+    # first seat facing a bet after its own pass, with either card, comes up only in other play.
+    best_response = get_agent("best_response")().policy(KUHN)
+    explorer = get_agent("random")().policy(KUHN)
+    unreached = unreached_positions(best_response, explorer, KUHN, 400, 10_000, positions)
+    assert len(unreached) == 2 and not set(unreached.by_key) & set(positions.by_key)
+    answers = {}
+    for position in unreached:
+        text = str(position.observation)
+        assert "you are player 0" in text and "player 0 (you): Pass, player 1: Bet" in text
+        assert position.visits == 0 and len(position.values) == 2 and position.is_best(position.action)
+        card = text.split("Your card: ")[1][0]
+        answers[card] = position.name(position.action)
+    # The best response folds the jack (calling loses 2 chips to the queen and the king) and calls with the queen.
+    assert answers == {"J": "Pass", "Q": "Bet"}
+    bet = agreement(_constant(1), "always bet", unreached)
+    assert bet.agreed_positions == bet.best_positions == 1
+    assert bet.as_dict()["best_positions"] == 1
+
+
+def _constant(action: int):
+    class Constant:
+        def act(self, observations, infos):
+            return [action for _ in observations]
+
+    return Constant()
 
 
 def test_a_demonstrator_that_answers_one_position_two_ways_is_refused() -> None:

@@ -58,11 +58,20 @@ def test_records_trains_evaluates_on_held_out_seeds_and_reports(tiny_model_dir: 
         assert len(entry["answers"]) == len(result.positions)
         assert entry["agreed_decisions"] <= entry["best_decisions"] <= entry["decisions"]
     assert "agreement per position" in result.phases
+    # Positions only random play reaches in those games' seeds: none is the demonstrator's, each model is asked there.
+    unreached = saved["unreached_positions"]
+    assert unreached and not {p["observation"] for p in unreached} & {p["observation"] for p in saved["positions"]}
+    assert len(saved["positions"]) + len(unreached) <= 12  # the learner's information states in Kuhn poker
+    assert all(p["visits"] == 0 and len(p["values"]) == 2 for p in unreached)
+    assert [a["label"] for a in saved["unreached_agreement"]] == [result.before.label, result.after.label]
+    for entry in saved["unreached_agreement"]:
+        assert len(entry["answers"]) == len(unreached) and entry["agreed_positions"] <= entry["best_positions"]
 
     text = summary_text(result)
     for expected in ("before: untrained model", "after: sft, 1 epoch ", "random (reference)", "seeds 10000-10004",
                      "seeds 0-5", "wall time", f"plot: {result.plot}", "/5 = ", "times met",
-                     "before: the demonstrator's answer in ", "an answer as good by its values in "):  # fmt: skip
+                     "before: the demonstrator's answer in ", "an answer as good by its values in ", " never ",
+                     "positions the demonstrator never reaches (in no demonstration): its answer in "):  # fmt: skip
         assert expected in text
     verdict = "learning shown: " if result.learning_shown() else "no learning shown: "
     assert any(line.startswith(verdict) for line in text.splitlines())
