@@ -95,6 +95,17 @@ def demos(
             "likely one: varied demonstrations from one checkpoint.",
         ),
     ] = False,
+    explore: Annotated[
+        float,
+        typer.Option(
+            "--explore",
+            min=0.0,
+            max=0.99,
+            help="With this probability per decision, play a uniformly random legal action instead of the agent's "
+            "(seeded by --seed) while the line keeps the agent's answer: the agent labels positions a learner "
+            "that strays from it reaches (noise injection). Returns are those of the play that happened.",
+        ),
+    ] = 0.0,
     model: ModelOption = None,
     backend: BackendOption = None,
     sets: SetOption = None,
@@ -118,13 +129,19 @@ def demos(
     if agent is None:
         raise ConfigError("demos needs --agent NAME (scripted, mcts, random, lm, ...) or a checkpoint directory")
     if all_replies:
-        _check_tree_options(episodes=episodes, max_steps=max_steps, num_envs=num_envs, task_ids=task_ids)
+        _check_tree_options(
+            episodes=episodes, max_steps=max_steps, num_envs=num_envs, task_ids=task_ids, explore=explore or None
+        )
     episodes = DEFAULT_EPISODES if episodes is None else episodes
     tasks = episode_task_ids(TaskRange.parse(task_ids), episodes, seed) if task_ids is not None else None
 
     policy, source, env_kwargs = _source(agent, env, env_kwargs, sets, config_file, model, backend, seed, sample)
     if sample and policy is not None:  # ground truth refused --sample in _source
         policy = sampling_policy(policy, source["agent"])
+    if explore:
+        if policy is None:
+            raise ConfigError("--explore plays random actions between an agent's answers; ground truth has none")
+        source["explore"] = explore
     env_config = EnvConfig(env, env_kwargs)
     _check_text_env(env_config)
     if all_replies:
@@ -135,7 +152,7 @@ def demos(
         return
     summary = record_demos(
         policy, env_config, episodes, out, source=source, seed=seed, num_envs=num_envs or 1, max_steps=max_steps,
-        task_ids=tasks, ground_truth=_answerer(source) if policy is None else None,
+        task_ids=tasks, ground_truth=_answerer(source) if policy is None else None, explore=explore,
     )  # fmt: skip
     _report(summary, source, env_config, as_json)
 
@@ -249,6 +266,7 @@ def _report(summary: DemoSummary, source: dict[str, Any], env: EnvConfig, as_jso
         "mean_length": sum(summary.lengths) / max(1, len(summary.lengths)),
         "truncated_episodes": summary.truncated,
         "decisions_without_a_legal_name": summary.unnamed,
+        "explored_decisions": summary.explored,
     }
     if as_json:
         print_json(report)
@@ -259,6 +277,7 @@ def _report(summary: DemoSummary, source: dict[str, Any], env: EnvConfig, as_jso
         f"-> {summary.path}\nepisode return {mean_return:.2f} ± {return_ci:.2f}, game score {mean_score:.2f} ± "
         f"{score_ci:.2f} (95% CI), {summary.truncated} cut at --max-steps"
         + (f"; {summary.unnamed} illegal actions left out" if summary.unnamed else "")
+        + (f"; a random action played after {summary.explored} of them (--explore)" if summary.explored else "")
     )
 
 

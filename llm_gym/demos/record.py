@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from llm_gym.actions import legal_action_name
 from llm_gym.agent import EnvConfig, Policy, policy_action_values
@@ -27,7 +28,7 @@ from llm_gym.demos.format import DemoRecord, write_records
 from llm_gym.envs.history import TURNS_KEY
 from llm_gym.envs.protocol import EnvTraits, step_instructions
 from llm_gym.envs.trace.worked import UnsupportedProgram, worked_answer
-from llm_gym.errors import UnsupportedEnvError
+from llm_gym.errors import ConfigError, UnsupportedEnvError
 from llm_gym.lm.prompts import chat_messages
 from llm_gym.stepping import EnvStepper, make_vector_env
 
@@ -81,6 +82,8 @@ class DemoSummary:
     """Episodes cut at ``max_steps`` (or the env's time limit)."""
     unnamed: int = 0
     """Decisions left out because the policy chose an action the env did not list as legal (so it has no name)."""
+    explored: int = 0
+    """Decisions after which the env stepped with a random legal action instead of the policy's (``explore``)."""
 
 
 def record_demos(
@@ -96,6 +99,7 @@ def record_demos(
     task_ids: Sequence[int] | None = None,
     ground_truth: Answerer | None = None,
     on_episode: Callable[[DemoSummary], None] | None = None,
+    explore: float = 0.0,
 ) -> DemoSummary:
     """Play ``episodes`` episodes and append one :class:`DemoRecord` per decision to ``out``.
 
@@ -111,10 +115,19 @@ def record_demos(
         task_ids: the ``task_id`` reset option of episode ``k`` is ``task_ids[k % len]``; None lets the env draw.
         ground_truth: answers from the env's own task instead of a policy (``trace_expected_stdout``).
         on_episode: called with the running summary after each episode is written.
+        explore: with this probability per decision the env steps with a uniformly random legal action instead of
+            the policy's (drawn from a generator seeded by ``seed``), while the line keeps the policy's answer: the
+            policy then labels positions its own play never reaches but a learner that strays from it does (noise
+            injection, as in DART, Laskey et al. 2017). Rewards and returns-to-go are those of the play that happened.
     """
     if (policy is None) == (ground_truth is None):
         raise ValueError("record_demos takes a policy or ground_truth, exactly one")
+    if not 0.0 <= explore < 1.0:
+        raise ConfigError(f"explore is a probability per decision in [0, 1), got {explore}")
     traits = EnvTraits.probe(env)
+    if explore and traits.text_actions:
+        raise ConfigError(f"explore draws random legal actions; {env.env_id} takes free text: drop it")
+    rng = np.random.default_rng([seed, 0x5EED])  # its own stream: the episodes' seeds stay the env's
     summary = DemoSummary(Path(out))
     num_envs = max(1, min(num_envs, episodes))
     envs = make_vector_env(env, num_envs, max_episode_steps=max_steps or 0)
@@ -149,7 +162,12 @@ def record_demos(
                 choices = () if traits.text_actions else tuple(str(n) for n in info.get("action_names", ()))
                 row = values[k] if values is not None else ()
                 pending[slot].append(_Decision(tuple(messages), _plain(action), _task_id(info), choices, row))
-            transition = stepper.step(actions)
+            played = list(actions)
+            for k, info in enumerate(infos):
+                if explore and rng.random() < explore:
+                    played[k] = int(rng.choice(np.asarray(info["legal_actions"])))
+                    summary.explored += 1
+            transition = stepper.step(played)
             for slot in active:
                 pending[slot][-1].reward = float(transition.rewards[slot])
             for episode in transition.finished:

@@ -29,6 +29,10 @@ class LearningDemoConfig:
     """Games of demonstrations (about 1.1 decisions each, 10 distinct ones: sft runs a repeated one once per batch)."""
     demo_seed: int = 0
     """Demonstration game ``k`` resets with seed ``demo_seed + k``."""
+    demo_explore: float = 0.0
+    """Probability per decision that a demonstration game plays a random legal action instead of the demonstrator's
+    (the line keeps the demonstrator's answer): positions its own play never reaches get demonstrated too
+    (``llm-gym demos --explore``)."""
     model: str = "smollm2-135m"
     """The language model trained (the default is the one ``make install`` puts in)."""
     seed: int = 0
@@ -61,6 +65,8 @@ class LearningDemoConfig:
         for name in ("demo_episodes", "eval_episodes", "epochs", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0.0 <= self.demo_explore < 1.0:
+            raise ValueError(f"demo_explore is a probability per decision in [0, 1), got {self.demo_explore}")
         if self.trainable_layers < 0 or self.demo_seed < 0 or self.seed < 0:
             raise ValueError("trainable_layers, demo_seed and seed must be >= 0")
         if set(self.demo_seeds) & set(self.eval_seeds):

@@ -209,7 +209,9 @@ def run_learning_demo(
         log(f"recording {config.demo_episodes} games of {config.demonstrator} on seeds {seeds.start}-{seeds.stop - 1}")
         demos = record_demos(
             demonstrator.policy(env), env, config.demo_episodes, demos_path, seed=config.demo_seed, num_envs=8,
-            source={"agent": config.demonstrator, "config": to_dict(demonstrator.config), "checkpoint": None},
+            source={"agent": config.demonstrator, "config": to_dict(demonstrator.config), "checkpoint": None,
+                    "explore": config.demo_explore},
+            explore=config.demo_explore,
         )  # fmt: skip
         phases["record demonstrations"] = time.perf_counter() - start
         log(f"{demos.decisions} decisions -> {demos_path}; loading {config.model}")

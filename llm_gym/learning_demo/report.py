@@ -53,10 +53,11 @@ def summary_text(result: LearningDemoResult) -> str:
         verdict += f" [{before[1]:.0%}, {before[2]:.0%}]"
     lines.append(verdict)
     lines.extend(_agreement_lines(result))
+    explored = f"; a random action with probability {config.demo_explore:g} per decision" if config.demo_explore else ""
     lines.append(
         f"trained on {result.demo_decisions} decisions of {config.demonstrator} from {config.demo_episodes} games "
-        f"(seeds {_seeds(config.demo_seeds)}, none of them evaluated); model {config.model}, LoRA on the top "
-        f"{config.trainable_layers} layers, {config.epochs} epochs"
+        f"(seeds {_seeds(config.demo_seeds)}, none of them evaluated{explored}); model {config.model}, LoRA on the "
+        f"top {config.trainable_layers} layers, {config.epochs} epochs"
     )
     phases = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in result.phases.items())
     lines.append(f"wall time {result.wall_seconds / 60:.1f} min ({phases})")

@@ -97,6 +97,8 @@ def test_command_line_prints_the_table_and_refuses_bad_settings(tiny_model_dir: 
     assert target.exit_code == 2 and "choose one of answer, best" in target.output
     overlap = runner.invoke(app, ["--set", "demo_seed=9990", "--set", "demo_episodes=20"])
     assert overlap.exit_code == 2 and "overlap the evaluation seeds" in overlap.output
+    explore = runner.invoke(app, ["--set", "demo_explore=1"])
+    assert explore.exit_code == 2 and "demo_explore is a probability per decision in [0, 1)" in explore.output
 
 
 def test_evaluation_seed_offset_is_sfts() -> None:
