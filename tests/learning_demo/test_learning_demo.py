@@ -5,6 +5,8 @@ seeds, the table, the plot and the JSON result; the command line, and its one-li
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,8 @@ from llm_gym.demos.format import read_demos
 from llm_gym.learning_demo import LearningDemoConfig, run_learning_demo, save_result, summary_text, write_plot
 from llm_gym.learning_demo.__main__ import main
 from llm_gym.learning_demo.config import SFT_EVAL_SEED_OFFSET
+
+POSITIONS_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "learning_demo_positions.py"
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +70,15 @@ def test_records_trains_evaluates_on_held_out_seeds_and_reports(tiny_model_dir: 
     assert [a["label"] for a in saved["unreached_agreement"]] == [result.before.label, result.after.label]
     for entry in saved["unreached_agreement"]:
         assert len(entry["answers"]) == len(unreached) and entry["agreed_positions"] <= entry["best_positions"]
+
+    # scripts/learning_demo_positions.py asks the saved checkpoint again, in the report's positions.
+    script = subprocess.run(
+        [sys.executable, str(POSITIONS_SCRIPT), str(result.run_path / "learning_demo.json"), "--json", str(tmp_path / "p.json")],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    again = json.loads((tmp_path / "p.json").read_text())[str(result.run_path / "learning_demo.json")]
+    assert again["reached"]["answers"] == saved["agreement"][1]["answers"], script.stdout
+    assert again["unreached"]["answers"] == saved["unreached_agreement"][1]["answers"]
 
     text = summary_text(result)
     for expected in ("before: untrained model", "after: sft, 1 epoch ", "random (reference)", "seeds 10000-10004",
