@@ -14,8 +14,9 @@ from pathlib import Path
 
 import llm_gym  # noqa: F401  (registers the ids)
 from llm_gym.agent import EnvConfig
-from llm_gym.learning_demo.agreement import agreement, demonstrator_positions, unreached_positions
-from llm_gym.learning_demo.pipeline import EXPLORER_GAMES
+from llm_gym.learning_demo.agreement import agreement
+from llm_gym.learning_demo.config import LearningDemoConfig
+from llm_gym.learning_demo.pipeline import held_out_positions, sft_settings
 from llm_gym.learning_demo.report import position_labels
 from llm_gym.plugins import get_agent
 
@@ -28,16 +29,12 @@ def main() -> None:
     out = {}
     for path in args.results:
         result = json.loads(path.read_text())
-        config = result["config"]
-        env = EnvConfig(config["env_id"])
-        demonstrator = get_agent(config["demonstrator"])().policy(env)
-        episodes, start = config["eval_episodes"], result["eval_seeds"][0]
-        reached = demonstrator_positions(demonstrator, env, episodes, start)
-        explorer = get_agent("random")().policy(env)
-        unreached = unreached_positions(demonstrator, explorer, env, EXPLORER_GAMES * episodes, start, reached)
+        config = LearningDemoConfig(**result["config"])
+        env = EnvConfig(config.env_id)
+        reached, unreached = held_out_positions(get_agent(config.demonstrator)().policy(env), env, config)
         sft = get_agent("sft")
-        settings = sft.Config(model=config["model"], dtype=config["dtype"], threads=config["threads"])
-        policy = sft(settings).policy(env, Path(result["checkpoint"]))  # the run's model, as `play` loads it
+        settings = sft.Config(**sft_settings(config, Path(result["demos"])))  # the run's sft settings, as the demo's
+        policy = sft(settings).policy(env, Path(result["checkpoint"]))  # loaded as `llm-gym play` loads it
         seen, unseen = agreement(policy, "after", reached), agreement(policy, "after", unreached)
         out[str(path)] = {"checkpoint": result["checkpoint"], "reached": seen.as_dict(),
                           "unreached": unseen.as_dict(), "unreached_labels": position_labels(unreached),

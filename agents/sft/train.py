@@ -59,9 +59,9 @@ class Batches:
         self.parts = [prompt_and_answer(e.encoded) for e in self.examples]
         # Demos repeat decisions (every game starts from the same board): each distinct prompt + answer runs once
         # and its copies share the tensor (the rows hold the answer's fed-in tokens too, or every choice's).
+        # Per demo, the first demo with its prompt + answer (+ choices): the copies share its row here and in repeats().
         first: dict[tuple[Any, ...], int] = {}
-        for i in range(len(self.parts)):
-            first.setdefault(self._key(i), i)
+        self.first_copy = [first.setdefault(self._key(i), i) for i in range(len(self.parts))]
         distinct = sorted(set(first.values()))
         computed: dict[int, torch.Tensor] = {}
         with torch.no_grad():
@@ -71,7 +71,7 @@ class Batches:
                 hidden = ac.bottom(batch)
                 for row, i in enumerate(index):
                     computed[i] = hidden[row, : int(batch.row_lengths[row])].clone()
-        self.hidden = [computed[first[self._key(i)]] for i in range(len(self.parts))]
+        self.hidden = [computed[i] for i in self.first_copy]
 
     def _key(self, i: int) -> tuple[Any, ...]:
         prompt, answer = self.parts[i]
@@ -98,9 +98,9 @@ class Batches:
         hold about 10 distinct ones, so a batch of 16 runs about 7.5 rows). Without ``merge_repeats``: groups of one."""
         if not self.merge_repeats:
             return [[i] for i in index]
-        groups: dict[tuple[Any, ...], list[int]] = {}
+        groups: dict[int, list[int]] = {}
         for i in index:
-            groups.setdefault(self._key(i), []).append(i)
+            groups.setdefault(self.first_copy[i], []).append(i)
         return list(groups.values())
 
     def losses(
@@ -123,8 +123,9 @@ class Batches:
         # A group's demos share the value prediction but not the return-to-go: sum_j (v - t_j)^2 / 2 is
         # count * (v - mean t)^2 / 2 plus the spread of the targets around their mean (no gradient).
         scaled = [[config.reward_scale * self.examples[i].return_to_go for i in group] for group in groups]
-        mean = torch.tensor([sum(t) / len(t) for t in scaled], dtype=values.dtype, device=values.device)
-        spread = sum(sum((x - sum(t) / len(t)) ** 2 for x in t) for t in scaled) / 2
+        means = [sum(t) / len(t) for t in scaled]
+        spread = sum((x - m) ** 2 for t, m in zip(scaled, means, strict=True) for x in t) / 2
+        mean = torch.tensor(means, dtype=values.dtype, device=values.device)
         squared_sum = (count * 0.5 * (values - mean) ** 2).sum() + spread
         tokens, demos = share or (self.answer_tokens(index), len(index))
         if self.with_choices:

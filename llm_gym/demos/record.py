@@ -163,8 +163,8 @@ def record_demos(
                 row = values[k] if values is not None else ()
                 pending[slot].append(_Decision(tuple(messages), _plain(action), _task_id(info), choices, row))
             played = list(actions)
-            for k, info in enumerate(infos):
-                if explore and rng.random() < explore:
+            for k, info in enumerate(infos if explore else ()):
+                if rng.random() < explore:
                     played[k] = int(rng.choice(np.asarray(info["legal_actions"])))
                     summary.explored += 1
             transition = stepper.step(played)

@@ -80,19 +80,27 @@ class _Recorder:
         self.demonstrator, self.positions = demonstrator, positions
 
     def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
-        actions = [int(a) for a in self.demonstrator.act(observations, infos)]
-        values = policy_action_values(self.demonstrator, observations, infos) or [()] * len(actions)
-        for observation, info, action, row in zip(observations, infos, actions, values, strict=True):
-            key = str(observation)
-            position = self.positions.by_key.setdefault(key, Position(observation, dict(info), action, tuple(row)))
-            if position.action != action:
+        asked = _ask(self.demonstrator, observations, infos)
+        for new in asked:
+            position = self.positions.by_key.setdefault(str(new.observation), new)
+            if position.action != new.action:
                 raise ValueError(
                     "the demonstrator answered one observation in two ways "
-                    f"({position.name(position.action)}, then {position.name(action)}): agreement per position needs "
+                    f"({position.name(position.action)}, then {position.name(new.action)}): agreement per position needs "
                     "a demonstrator that acts on its observation alone"
                 )
             position.visits += 1
-        return actions
+        return [p.action for p in asked]
+
+
+def _ask(demonstrator: Policy, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[Position]:
+    """The demonstrator's answer and action values (where it has them) in each observation, as unvisited positions."""
+    actions = [int(a) for a in demonstrator.act(observations, infos)]
+    values = policy_action_values(demonstrator, observations, infos) or [()] * len(actions)
+    return [
+        Position(observation, dict(info), action, tuple(row))
+        for observation, info, action, row in zip(observations, infos, actions, values, strict=True)
+    ]
 
 
 def demonstrator_positions(demonstrator: Policy, env: EnvConfig, episodes: int, seed: int) -> Positions:
@@ -128,15 +136,8 @@ def unreached_positions(
     recorder = _Explorer(explorer, reached)
     run_episodes(recorder, evaluation_env(env), episodes, seed=seed, num_envs=min(episodes, 8))
     found = list(recorder.found.values())
-    positions = Positions()
-    if not found:
-        return positions
-    observations, infos = [o for o, _ in found], [i for _, i in found]
-    actions = [int(a) for a in demonstrator.act(observations, infos)]
-    values = policy_action_values(demonstrator, observations, infos) or [()] * len(actions)
-    for observation, info, action, row in zip(observations, infos, actions, values, strict=True):
-        positions.by_key[str(observation)] = Position(observation, info, action, tuple(row))
-    return positions
+    asked = _ask(demonstrator, [o for o, _ in found], [i for _, i in found]) if found else []
+    return Positions({str(p.observation): p for p in asked})
 
 
 @dataclass

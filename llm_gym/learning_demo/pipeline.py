@@ -247,18 +247,23 @@ def run_learning_demo(
     return result
 
 
+def held_out_positions(demonstrator: Any, env: EnvConfig, config: LearningDemoConfig) -> tuple[Positions, Positions]:
+    """The demonstrator's positions in the held-out games, and those only random play reaches on the same seeds
+    (``EXPLORER_GAMES`` times as many games), each with the demonstrator's answer."""
+    start = config.eval_seeds.start
+    reached = demonstrator_positions(demonstrator, env, config.eval_episodes, start)
+    explorer = get_agent("random")().policy(env)
+    games = EXPLORER_GAMES * config.eval_episodes
+    return reached, unreached_positions(demonstrator, explorer, env, games, start, reached)
+
+
 def _agreements(
     sft: Any, demonstrator: Any, env: EnvConfig, config: LearningDemoConfig, result: LearningDemoResult
 ) -> None:
     """The demonstrator's positions in the held-out games and those only random play reaches there, and the model's
     answers in both before and after training (each policy loaded in turn: the untrained model, then the checkpoint
     merged, as ``llm-gym play`` loads it); stored in ``result``."""
-    demonstrator_policy = demonstrator.policy(env)
-    start = config.eval_seeds.start
-    result.positions = demonstrator_positions(demonstrator_policy, env, config.eval_episodes, start)
-    explorer = get_agent("random")().policy(env)
-    games = EXPLORER_GAMES * config.eval_episodes
-    result.unreached = unreached_positions(demonstrator_policy, explorer, env, games, start, result.positions)
+    result.positions, result.unreached = held_out_positions(demonstrator.policy(env), env, config)
     models = [(result.before.label, None)]
     if result.checkpoint:  # else no checkpoint was written: nothing to ask after training
         models.append((result.after.label, Path(result.checkpoint)))
