@@ -270,16 +270,18 @@ class GenerateMode:
     def candidates(
         self, ac: ActorCritic, prompts: list[Any], infos: Sequence[Mapping[str, Any]], env_id: str, how: Sampling
     ) -> tuple[list[Any], Continuations]:
-        generations = generate(
-            ac.model,
-            prompts,
-            ac.full_prefix(),
-            max_new_tokens=ac.config.max_new_tokens,
-            stop_ids=stop_token_ids(ac.tokenizer, ac.model),
-            pad_id=ac.pad_id,
-            temperature=0.0 if how.greedy else 1.0,  # the policy itself: PPO's ratios need the log-probs it samples
-            generator=how.generator,
-        )
+        prefix = ac.full_prefix()
+        with ac.adapter_compute():  # the LoRA products as the update's forward computes them
+            generations = generate(
+                ac.model,
+                prompts,
+                prefix,
+                max_new_tokens=ac.config.max_new_tokens,
+                stop_ids=stop_token_ids(ac.tokenizer, ac.model),
+                pad_id=ac.pad_id,
+                temperature=0.0 if how.greedy else 1.0,  # the policy itself: PPO's ratios need the log-probs it samples
+                generator=how.generator,
+            )
         texts = [ac.tokenizer.decode(g.tokens, skip_special_tokens=True) for g in generations]
         return texts, [[g.tokens] for g in generations]
 

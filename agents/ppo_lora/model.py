@@ -68,7 +68,8 @@ class ActorCritic:
         self.value_head = nn.Linear(hidden_size, 1).to(self.device)
         nn.init.normal_(self.value_head.weight, std=1.0 / hidden_size**0.5)
         nn.init.zeros_(self.value_head.bias)
-        self.split = SplitLM(self.model, self.split_layer)
+        self.split = SplitLM(self.model, self.split_layer, config.adapter_compute)
+        self.adapter_compute = self.split.adapter_compute  # generate mode's sampling runs the whole model under it too
         self.pad_id = self.tokenizer.pad_token_id
         self.use_instructions(instructions)
         self.set_action_bias({})
@@ -115,7 +116,7 @@ class ActorCritic:
     def full_prefix(self) -> PrefixCache | None:
         """The prefix through the whole model with the current adapter (for sampling in generate mode)."""
         if self._full_prefix is False:
-            with torch.no_grad():
+            with torch.no_grad(), self.adapter_compute():
                 self._full_prefix = compute_prefix(self.model, self.builder.prefix_ids)
         return self._full_prefix
 

@@ -56,7 +56,8 @@ class LearningDemoConfig:
     threads: int = 0
     """Torch CPU threads (0: the runtime's default)."""
     dtype: str = "auto"
-    """Model dtype (auto: float32 on a CPU)."""
+    """Model dtype (auto: bfloat16 on a CPU with AMX or AVX512-BF16, else float32; the results in docs/learning_demo.md
+    name theirs)."""
     agreement: bool = True
     """Also let the demonstrator play the held-out games and report, before and after, in how many of its distinct
     positions the model gives its answer (what was learnt, beyond games won: llm_gym/learning_demo/agreement.py)."""

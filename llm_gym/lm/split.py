@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from llm_gym.errors import ConfigError
+from llm_gym.lm.adapter_compute import AdapterCompute, AdapterComputeMode
 from llm_gym.lm.cache_arg import cache_arg, with_cache
 from llm_gym.lm.forward import PackedOutput, additive_mask, continuation_logprobs, decoder_and_head
 from llm_gym.lm.packing import PackedBatch
@@ -55,9 +56,11 @@ class TopPrefix:
 
 
 class SplitLM:
-    """Runs ``model`` (peft-wrapped or not) as frozen layers ``[0, split)`` and trainable layers ``[split, L)``."""
+    """Runs ``model`` (peft-wrapped or not) as frozen layers ``[0, split)`` and trainable layers ``[split, L)``; the
+    trainable layers' LoRA products in the base dtype unless ``adapter_compute`` is float32
+    (:mod:`llm_gym.lm.adapter_compute`)."""
 
-    def __init__(self, model: Any, split: int) -> None:
+    def __init__(self, model: Any, split: int, adapter_compute: AdapterComputeMode = "auto") -> None:
         self.model = model
         self.decoder, self.head = decoder_and_head(model)
         missing = [name for name in ("layers", "norm", "rotary_emb") if not hasattr(self.decoder, name)]
@@ -70,6 +73,7 @@ class SplitLM:
         if not 0 <= split < self.num_layers:
             raise ValueError(f"split must be in [0, {self.num_layers}), got {split}")
         self.split = split
+        self.adapter_compute = AdapterCompute(model, self.dtype, self.device, adapter_compute)
 
     @property
     def device(self) -> torch.device:
@@ -137,16 +141,17 @@ class SplitLM:
         self, hidden: torch.Tensor, position_ids: torch.Tensor, mask: torch.Tensor, cache: Any
     ) -> torch.Tensor:
         position_embeddings = self.decoder.rotary_emb(hidden, position_ids=position_ids)
-        for layer in self.decoder.layers[self.split :]:
-            out = layer(
-                hidden,
-                attention_mask=mask,
-                position_ids=position_ids,
-                use_cache=True,
-                **with_cache(cache),
-                position_embeddings=position_embeddings,
-            )
-            hidden = out[0] if isinstance(out, tuple) else out
+        with self.adapter_compute():
+            for layer in self.decoder.layers[self.split :]:
+                out = layer(
+                    hidden,
+                    attention_mask=mask,
+                    position_ids=position_ids,
+                    use_cache=True,
+                    **with_cache(cache),
+                    position_embeddings=position_embeddings,
+                )
+                hidden = out[0] if isinstance(out, tuple) else out
         return hidden
 
     def top_prefix(self, prefix: BottomPrefix | None) -> TopPrefix | None:

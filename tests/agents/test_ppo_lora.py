@@ -118,24 +118,26 @@ def test_an_entropy_floor_raises_the_bonus_while_the_policy_settles(tmp_path: Pa
 
     # The bandit above with a floor of 0.8 nats: the tiny model starts almost certain of one colour (entropy ~0.05),
     # so the coefficient climbs from the configured 0.01 after every update until the cap; the policy still learns
-    # blue, and ends less settled than the same run without the floor.
+    # blue, and ends less settled than the same run without the floor. The cap (2.0) is high enough for the floor to
+    # win clearly against the reward's pull (~3x the plain run's final entropy on a Xeon with AMX); at 0.5 the margin
+    # was 1.3x-1.6x depending on the CPU's float rounding, too close for a test.
     settings = dict(total_steps=12 * 32, kl_coef=0.01, entropy_coef=0.01)
     plain, plain_run = _train(tmp_path / "plain", "TestColourBandit-v0", _config(tiny_model_dir, **settings))
-    config = _config(tiny_model_dir, **settings, entropy_target=0.8, entropy_coef_max=0.5)
+    config = _config(tiny_model_dir, **settings, entropy_target=0.8, entropy_coef_max=2.0)
     summary, run = _train(tmp_path / "floor", "TestColourBandit-v0", config)
     scalars, plain_scalars = read_scalars(run.path), read_scalars(plain_run.path)
     entropy, coef = scalars["losses/entropy"][1], scalars["charts/entropy_coef"][1]
     # Each update's coefficient is the controller's answer to the entropy that update measured.
     expected, previous = [], 0.01
     for value in entropy:
-        previous = adaptive_entropy_coef(previous, float(value), 0.8, 1.0, 0.01, 0.5)
+        previous = adaptive_entropy_coef(previous, float(value), 0.8, 1.0, 0.01, 2.0)
         expected.append(previous)
     assert coef.tolist() == pytest.approx(expected, rel=1e-5)
-    assert coef[0] > 0.01 and coef[-1] == pytest.approx(0.5)
+    assert coef[0] > 0.01 and coef[-1] == pytest.approx(2.0)
     assert plain_scalars["charts/entropy_coef"][1].tolist() == pytest.approx([0.01] * 12)  # no target: as configured
     assert entropy[-3:].mean() > 1.5 * plain_scalars["losses/entropy"][1][-3:].mean()
     policy, _ = load_policy(run.path)
-    assert _blue_probability(policy) > 0.8
+    assert _blue_probability(policy) > 0.7  # learnt (uniform: 1/3), if less surely than without the floor
     counters = torch.load(Path(summary["checkpoint"]) / "training.pt", weights_only=True)["counters"]
     assert counters["entropy_coef"] == pytest.approx(coef[-1])
 
