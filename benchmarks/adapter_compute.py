@@ -144,7 +144,6 @@ def main() -> None:
                 "answer_loss": abs(loss_a["train/answer_loss"] - loss_b["train/answer_loss"]),
                 "gradient_relative_median": statistics.median(relative), "gradient_relative_max": max(relative)}  # fmt: skip
 
-
     seconds: dict[str, list[float]] = {"float32": [], "auto": []}
     ratios = []
     for _ in range(args.rounds):

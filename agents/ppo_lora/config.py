@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from llm_gym.config import speed_only, training_only
+from llm_gym.config import training_only
 from llm_gym.lm.agent_config import LocalLMConfig
 
 
@@ -69,10 +69,6 @@ class PPOLoRAConfig(LocalLMConfig):
     """Dropout on the LoRA input."""
     lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
     """Module names that get LoRA adapters."""
-    adapter_compute: Literal["auto", "float32"] = speed_only("auto")
-    """auto: on a bfloat16/float16 model the LoRA products run in that dtype under autocast (the LoRA weights and
-    their optimiser state stay float32); float32: peft's own way, the adapter's input cast up to float32 in every
-    LoRA layer (slower; the two differ by rounding only). Nothing changes on a float32 model. docs/lm.md."""
 
     # -- PPO ---------------------------------------------------------------------------------------------------
     learning_rate: float = training_only(2e-4)

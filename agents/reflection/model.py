@@ -13,6 +13,7 @@ from typing import Any
 
 from llm_gym.agents.reflection.config import ReflectionConfig
 from llm_gym.errors import ConfigError
+from llm_gym.lm.adapter_compute import AdapterCompute
 from llm_gym.lm.backends import LMBackend
 from llm_gym.lm.finetune import Encoded, Example, answer_only_labels
 from llm_gym.lm.models import load_causal_lm
@@ -55,6 +56,10 @@ class ReflectionModel:
                 parameter.requires_grad_("vision" not in name)  # the image encoder stays as it is
         self.model.eval()
         self._builders: dict[str, Any] = {}
+        # The LoRA products in the base dtype (text models: an image+text model's adapter keeps peft's float32).
+        base_weight = next(p for name, p in self.model.named_parameters() if "lora_" not in name)
+        mode = config.adapter_compute if not self.vision else "float32"
+        self.adapter_compute = AdapterCompute(self.model, base_weight.dtype, base_weight.device, mode)
 
     def _lora(self, base: Any, checkpoint: Path | None) -> Any:
         from peft import LoraConfig, PeftModel, get_peft_model
@@ -82,7 +87,9 @@ class ReflectionModel:
             return VisionBackend.from_model(self.model, self.processor, batch_size=self.config.batch_size)
         from llm_gym.lm.backends.hf import HFBackend
 
-        return HFBackend.from_model(self.model, self.tokenizer, batch_size=self.config.batch_size)
+        return HFBackend.from_model(
+            self.model, self.tokenizer, batch_size=self.config.batch_size, compute=self.adapter_compute
+        )
 
     def _builder(self, instructions: str) -> Any:
         if instructions not in self._builders:

@@ -221,6 +221,7 @@ def train(
                 config.max_grad_norm,
                 seed,
             ),
+            compute=model.adapter_compute,
         )
         # -- evaluation, results, checkpoint -------------------------------------------------------------------
         mean, ci = mean_ci95(trial.returns)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 from typing import Literal
 
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
-from llm_gym.config import speed_only, training_only
+from llm_gym.config import training_only
 from llm_gym.lm.agent_config import LocalLMConfig
 
 
@@ -51,10 +51,6 @@ class SFTConfig(LocalLMConfig):
     """Dropout on the LoRA input."""
     lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
     """Module names that get LoRA adapters."""
-    adapter_compute: Literal["auto", "float32"] = speed_only("auto")
-    """auto: on a bfloat16/float16 model the LoRA products run in that dtype under autocast (the LoRA weights and
-    their optimiser state stay float32); float32: peft's own way, the adapter's input cast up to float32 in every
-    LoRA layer (slower; the two differ by rounding only). Nothing changes on a float32 model. docs/lm.md."""
 
     # -- optimisation ------------------------------------------------------------------------------------------
     epochs: int = training_only(3)

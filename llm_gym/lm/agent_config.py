@@ -1,6 +1,6 @@
 """The config fields every agent that loads a transformers model into its own process shares (``ppo_lora``,
-``reflection``, ``sft``): which model, in what dtype, on which device, with how many torch threads, and whether a
-checkpoint plays with int8 weights."""
+``reflection``, ``sft``): which model, in what dtype, on which device, with how many torch threads, in what dtype a
+LoRA adapter computes, and whether a checkpoint plays with int8 weights."""
 
 from __future__ import annotations
 
@@ -23,6 +23,10 @@ class LocalLMConfig(AgentConfig):
     """auto (cuda when visible, else cpu), cpu, cuda, cuda:1 ..."""
     threads: int = speed_only(0)
     """torch threads (0: one per available core)."""
+    adapter_compute: Literal["auto", "float32"] = speed_only("auto")
+    """auto: on a bfloat16/float16 model a LoRA adapter's products run in that dtype under autocast (its weights and
+    their optimiser state stay float32); float32: peft's own way, each LoRA layer's input cast up to float32 (slower;
+    the two differ by rounding only). Nothing changes on a float32 model or without LoRA. docs/lm.md."""
     quantize: Literal["none", "int8"] = "none"
     """Playing only (``llm-gym play [--checkpoint RUN] --set quantize=int8``): int8 = after the adapter is merged,
     the decoder's Linear layers with int8 weights (on the CPU, which device=auto then picks; float32 around them; it

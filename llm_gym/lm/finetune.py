@@ -17,6 +17,7 @@ which computes the same loss (a test checks they agree) with the frozen layers r
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,8 +119,10 @@ def train_answers(
     pad_id: int,
     settings: TrainSettings,
     on_step: Callable[[int, float], None] | None = None,
+    compute: Callable[[], AbstractContextManager[Any]] = nullcontext,
 ) -> list[float]:
-    """AdamW over the model's trainable parameters on ``examples``; returns the loss of every step."""
+    """AdamW over the model's trainable parameters on ``examples``; returns the loss of every step. ``compute``: the
+    context each forward runs in (a LoRA model's :class:`~llm_gym.lm.adapter_compute.AdapterCompute`)."""
     params = [p for p in model.parameters() if p.requires_grad]
     if not examples or not params:
         return []
@@ -132,7 +135,8 @@ def train_answers(
             order = torch.randperm(len(examples), generator=generator).tolist()
             for start in range(0, len(order), settings.batch_size):
                 batch = [examples[i] for i in order[start : start + settings.batch_size]]
-                loss = answer_loss(model, collate(batch, pad_id))
+                with compute():
+                    loss = answer_loss(model, collate(batch, pad_id))
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm)

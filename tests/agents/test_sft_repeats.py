@@ -16,19 +16,9 @@ from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.sft.data import DemoEncoder
 from llm_gym.agents.sft.train import Batches, _accumulate
 from llm_gym.demos.format import read_demos
-from llm_gym.demos.record import record_demos
 from llm_gym.envs.protocol import EnvTraits
-from llm_gym.plugins import get_agent
 
 KUHN = "OpenSpiel-kuhn_poker-v0"
-
-
-@pytest.fixture(scope="module")
-def kuhn_demos(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    env = EnvConfig(KUHN)
-    out = tmp_path_factory.mktemp("demos") / "kuhn.jsonl"
-    record_demos(get_agent("best_response")().policy(env), env, 24, out, source={"agent": "best_response"})
-    return out
 
 
 def _gradients(ac: ActorCritic) -> list[torch.Tensor]:

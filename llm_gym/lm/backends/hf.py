@@ -6,7 +6,7 @@ prefix (:mod:`llm_gym.lm.packing`); generation samples all prompts together (:mo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
@@ -70,12 +70,15 @@ class HFBackend:
         batch_size: int = 32,
         score_with_end: bool = True,
         value_head: torch.nn.Module | None = None,
+        compute: Callable[[], AbstractContextManager[Any]] | None = None,
     ) -> HFBackend:
         """Wrap an already loaded model (e.g. a trained one), with its value head if it has one. Its weights must
-        not change afterwards: the prefix caches assume they do not."""
+        not change afterwards: the prefix caches assume they do not. ``compute``: a context every forward pass of
+        the model runs in (a LoRA model's :class:`~llm_gym.lm.adapter_compute.AdapterCompute`)."""
         backend = cls.__new__(cls)
         backend._setup(model, tokenizer, batch_size, score_with_end)
         backend.value_head = value_head
+        backend._compute = compute or nullcontext
         return backend
 
     def _setup(self, model: Any, tokenizer: Any, batch_size: int, score_with_end: bool) -> None:
@@ -91,6 +94,7 @@ class HFBackend:
         self.stop_ids = stop_token_ids(self.tokenizer, lm)
         self._prompts: dict[str, tuple[Any, PrefixCache | None]] = {}
         self._generator = torch.Generator()
+        self._compute: Callable[[], AbstractContextManager[Any]] = nullcontext
 
     def _new_prompt_builder(self, instructions: str) -> PromptBuilder:
         return PromptBuilder(self.tokenizer, instructions)
@@ -107,7 +111,7 @@ class HFBackend:
         """The builder and the prefix KV cache for one system prompt (made on first use)."""
         if instructions not in self._prompts:
             builder = self._new_prompt_builder(instructions)
-            with torch.inference_mode():
+            with torch.inference_mode(), self._compute():
                 prefix = compute_prefix(self.lm, builder.prefix_ids)
             self._prompts[instructions] = (builder, prefix)
         return self._prompts[instructions]
@@ -143,7 +147,8 @@ class HFBackend:
                 self.tokenizer.pad_token_id,
             )
             with torch.inference_mode(), self._forward_inputs(prompts):
-                out = packed_forward(self.lm, batch, prefix)
+                with self._compute():  # the model only: the value head stays float32
+                    out = packed_forward(self.lm, batch, prefix)
                 if estimates is not None:
                     head = self.value_head
                     assert head is not None
@@ -165,7 +170,7 @@ class HFBackend:
         for instructions, chunk in self._chunks(requests):
             builder, prefix = self.prompt_builder(instructions)
             prompts = builder.encode([requests[i].observation for i in chunk], [requests[i].turns for i in chunk])
-            with torch.inference_mode(), self._forward_inputs(prompts):
+            with torch.inference_mode(), self._forward_inputs(prompts), self._compute():
                 generations = generate(
                     self.lm,
                     prompts,
