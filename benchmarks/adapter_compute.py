@@ -9,6 +9,10 @@ Two workloads, each an ``sft`` batch through ppo_lora's split forward (the path 
   the long-sequence case of the Trace runs in docs/sft.md.
 * ``kuhn``: the learning demo's Kuhn poker demos of the best response, LoRA on the top 4 layers: short prompts.
 
+With ``--sample-tokens N`` (``trace`` only) it also times generate mode's rollout: one batch's programs answered by
+sampling N tokens through ``ppo_lora``'s ``GenerateMode`` (the whole model, the cached system prompt), at
+temperature 1 from the same seed in both arms, and counts how many of the sampled tokens the two arms share.
+
 Each round times both arms on the same batches, interleaved; the speedup is the median of the per-round ratios, so
 load from other processes hits both alike. The first batch's losses and gradients from the two arms are compared too
 (they differ by rounding only), beside the difference between the base model in its dtype and the whole model in
@@ -18,7 +22,7 @@ are the same code and the ratio is ~1: the JSON says which dtype ran.
 Prints JSON.
 
     python benchmarks/adapter_compute.py [--workload trace|kuhn] [--batches 3] [--batch-size 8] [--rounds 3]
-        [--dtype auto] [--threads 0]
+        [--dtype auto] [--threads 0] [--sample-tokens 0]
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import torch
 
 import llm_gym  # noqa: F401  (registers the ids)
 from llm_gym.agent import EnvConfig
+from llm_gym.agents.ppo_lora.acting import GenerateMode, Sampling
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.sft.config import SFTConfig
 from llm_gym.agents.sft.data import DemoEncoder
@@ -90,6 +95,17 @@ def timed(ac: ActorCritic, data: Batches, batches: list[list[int]], config: SFTC
     return time.perf_counter() - start
 
 
+def sampled(ac: ActorCritic, observations: list[str], tokens: int) -> tuple[float, list[list[int]]]:
+    """Seconds to sample ``tokens`` tokens for every observation as a generate-mode rollout does, and the tokens."""
+    ac.model.eval()
+    ac.config = replace(ac.config, max_new_tokens=tokens)
+    ac.refresh()  # the full prefix with this adapter, made inside the timing as a rollout after an update makes it
+    start = time.perf_counter()
+    how = Sampling(greedy=False, generator=torch.Generator().manual_seed(0))
+    _, continuations = GenerateMode().candidates(ac, ac.encode(observations), [{}] * len(observations), "", how)
+    return time.perf_counter() - start, [row[0] for row in continuations]
+
+
 def gradients(ac: ActorCritic) -> list[torch.Tensor]:
     return [p.grad.float().clone() for p in ac.trainable_parameters() if p.grad is not None]
 
@@ -111,6 +127,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--sample-tokens", type=int, default=0)
     args = parser.parse_args()
     configure_threads(args.threads)
     env, settings = WORKLOADS[args.workload]
@@ -150,6 +167,27 @@ def main() -> None:
         for mode, (ac, data) in arms.items():
             seconds[mode].append(timed(ac, data, batches, configs[mode]))
         ratios.append(seconds["float32"][-1] / seconds["auto"][-1])
+    sampling = {}
+    if args.sample_tokens and args.workload == "trace":
+        observations = [records[i].messages[1]["content"] for i in batches[0]]
+        sample_s: dict[str, list[float]] = {"float32": [], "auto": []}
+        samples = {}
+        for _ in range(args.rounds):
+            for mode, (ac, _) in arms.items():
+                seconds_taken, samples[mode] = sampled(ac, observations, args.sample_tokens)
+                sample_s[mode].append(seconds_taken)
+        shared = sum(
+            next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+            for a, b in zip(samples["auto"], samples["float32"], strict=True)
+        )
+        sampling = {
+            "sample_tokens": args.sample_tokens, "sample_rows": len(observations),
+            "sample_s_float32": statistics.median(sample_s["float32"]), "sample_s_auto": statistics.median(sample_s["auto"]),
+            "sample_speedup_per_round": [a / b for a, b in zip(sample_s["float32"], sample_s["auto"], strict=True)],
+            "sampled_tokens_total": sum(len(t) for t in samples["float32"]),
+            "sampled_tokens_shared_prefix": shared,
+        }  # fmt: skip
+        sampling["sample_speedup_auto_vs_float32"] = statistics.median(sampling["sample_speedup_per_round"])
     ac, data = arms["auto"]
     tokens = [len(data.parts[i][0]) + len(data.parts[i][1]) for index in batches for i in index]
     print(json.dumps({
@@ -163,6 +201,7 @@ def main() -> None:
         "first_batch_loss": {mode: losses["train/loss"] for mode, (losses, _) in first.items()},
         "first_batch_difference_auto_vs_float32_adapter": difference("auto", "float32"),
         "first_batch_difference_bf16_model_vs_float32_model": difference("float32", "float32 model"),
+        **sampling,
     }, indent=1))  # fmt: skip
 
 
