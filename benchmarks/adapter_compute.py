@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import tempfile
 import time
@@ -49,7 +48,7 @@ from llm_gym.agents.sft.train import Batches, _accumulate
 from llm_gym.demos.format import read_demos
 from llm_gym.demos.record import record_demos, trace_expected_stdout
 from llm_gym.envs.protocol import EnvTraits
-from llm_gym.lm.runtime import configure_threads
+from llm_gym.lm.runtime import configure_threads, cpu_name
 from llm_gym.plugins import get_agent
 
 WORKLOADS = {
@@ -108,14 +107,6 @@ def sampled(ac: ActorCritic, observations: list[str], tokens: int) -> tuple[floa
 
 def gradients(ac: ActorCritic) -> list[torch.Tensor]:
     return [p.grad.float().clone() for p in ac.trainable_parameters() if p.grad is not None]
-
-
-def cpu_name() -> str:
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-    except OSError:
-        return platform.processor() or platform.machine()
-    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), platform.machine())
 
 
 def main() -> None:

@@ -49,6 +49,7 @@ from llm_gym.envs.protocol import EnvTraits, legal_choices, step_instructions
 from llm_gym.lm.backends import GenerateRequest, ScoreRequest
 from llm_gym.lm.backends.hf import HFBackend
 from llm_gym.lm.quantize import is_quantized_linear, quantized_linear_count
+from llm_gym.lm.runtime import cpu_name
 
 SIZES = (1, 8, 32)
 POLICY_ENVS = ("LLMBreakout-text-v0", "OpenSpiel-tic_tac_toe-v0", "OpenSpiel-kuhn_poker-v0")
@@ -231,7 +232,7 @@ def main() -> None:
         "rounds": args.rounds,
         "quantized_linear_layers": quantized_linear_count(backends["int8"].model),
         "quantized_engine": torch.backends.quantized.engine,
-        "cpu": _cpu_name(),
+        "cpu": cpu_name(),
         "cpu_flags": sorted(_int8_flags()),
         "load_average_1min": {"start": load_before[0], "after_speed": load_after_speed[0], "end": load_after[0]},
         "python": platform.python_version(),
@@ -264,16 +265,6 @@ def _int8_flags() -> set[str]:
     """The CPU features that decide int8 matmul speed (VNNI: one instruction per int8 dot product step)."""
     wanted = {"avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8", "amx_bf16", "avx512_bf16"}
     return _cpu_flags() & wanted
-
-
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 if __name__ == "__main__":
