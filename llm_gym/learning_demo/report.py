@@ -80,9 +80,42 @@ def _render(table: Any, width: int) -> str:
 def position_labels(positions: Positions) -> list[str]:
     """A short name per position: the lines of its observation that are not in every position's (the seat, the
     card and the actions so far, in a card game), without their parenthesised asides, joined by " | "."""
+    return [" | ".join(lines) for lines in _differing_lines(positions)]
+
+
+def position_column(positions: Positions) -> tuple[str, list[str]]:
+    """The table's position column: a header and one cell per position, the cells shorter than
+    :func:`position_labels` so that a row fits on one line. Where every position has its differing lines in the same
+    order, the words each such line starts with in every position ("Your card:") move to the header, once, and the
+    cells keep what differs ("K"); otherwise the cells are the full labels."""
+    rows = _differing_lines(positions)
+    header = "position (the lines that differ)"
+    if len(rows) < 2 or len({len(lines) for lines in rows}) != 1:
+        return header, [" | ".join(lines) for lines in rows]
+    prefixes = [_common_words([lines[i] for lines in rows]) for i in range(len(rows[0]))]
+    cells = [
+        " | ".join(line[len(prefix) :].strip() for line, prefix in zip(lines, prefixes, strict=True)) for lines in rows
+    ]
+    if len(set(cells)) < len(cells):  # the shortening would merge two positions: keep the full labels
+        return header, [" | ".join(lines) for lines in rows]
+    return f"position: {' | '.join(f'{prefix} …' if prefix else '…' for prefix in prefixes)}", cells
+
+
+def _differing_lines(positions: Positions) -> list[list[str]]:
     texts = [[_ASIDE.sub("", line).strip() for line in str(p.observation).splitlines()] for p in positions]
     common = set.intersection(*(set(lines) for lines in texts)) if texts else set()
-    return [" | ".join(line.strip() for line in lines if line not in common and line.strip()) for lines in texts]
+    return [[line for line in lines if line not in common and line] for lines in texts]
+
+
+def _common_words(lines: list[str]) -> str:
+    """The words every line starts with, up to the last one that ends in ":" (a key such as "Your card:"), leaving
+    each line at least one word of its own; "" if they share no such key."""
+    words = [line.split(" ") for line in lines]
+    n = key = 0
+    while all(len(w) > n + 1 for w in words) and len({w[n] for w in words}) == 1:
+        n += 1
+        key = n if words[0][n - 1].endswith(":") else key
+    return " ".join(words[0][:key])
 
 
 def _agreement_lines(result: LearningDemoResult) -> list[str]:
@@ -92,16 +125,19 @@ def _agreement_lines(result: LearningDemoResult) -> list[str]:
     unreached = result.unreached if result.unreached is not None else Positions()
     lines = []
     if len(positions) + len(unreached) <= POSITION_ROWS:
-        from rich.table import Table
+        from rich.table import Column, Table
 
         labels = [a.label.split(":")[0] for a in result.agreements]
         title = f"greedy answer in each position the demonstrator met in the {result.after.n} held-out games"
         if len(unreached):
             title += " (and, met 'never', those only random play reaches: in no demonstration)"
-        table = Table("position (the lines that differ)", "times met", result.config.demonstrator, *labels, title=title)
         everything = Positions({**positions.by_key, **unreached.by_key})
+        header, cells = position_column(everything)
+        table = Table("times met", result.config.demonstrator, *labels, title=title)
+        # The header wraps rather than widening the column past its longest cell.
+        table.columns.insert(0, Column(header, max_width=max(24, *(len(c) for c in cells))))
         answers = [a.answers + u.answers for a, u in zip(result.agreements, result.unreached_agreements, strict=True)]
-        for i, (label, position) in enumerate(zip(position_labels(everything), everything, strict=True)):
+        for i, (label, position) in enumerate(zip(cells, everything, strict=True)):
             if i == len(positions):
                 table.add_section()
             marked = [_marked(position, row[i]) for row in answers]

@@ -5,11 +5,13 @@ the exact best response, the uniform random agent."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from llm_gym.agent import EnvConfig
 from llm_gym.learning_demo.agreement import agreement, demonstrator_positions, unreached_positions
-from llm_gym.learning_demo.report import position_labels
+from llm_gym.learning_demo.report import position_column, position_labels
 from llm_gym.plugins import get_agent
 
 KUHN = EnvConfig("OpenSpiel-kuhn_poker-v0")
@@ -30,6 +32,17 @@ def test_positions_are_the_demonstrators_information_states_with_their_visits(po
     for position in positions:
         assert position.visits >= 1 and len(position.values) == len(position.info["legal_actions"]) == 2
         assert position.is_best(position.action)
+
+
+def test_the_tables_position_column_moves_each_lines_key_to_the_header(positions) -> None:
+    header, cells = position_column(positions)
+    # The keys every position's lines start with are named once, in the header; the cells keep what differs, so a
+    # row fits on one line of `make demo`'s table (the full labels are 80-100 characters).
+    assert header == "position: Kuhn Poker: … | Your card: … | Actions so far, oldest first: …"
+    assert len(set(cells)) == len(positions) == 10
+    assert "you are player 0 of 2. | J | none yet" in cells
+    assert "you are player 1 of 2. | K | player 0: Pass" in cells
+    assert max(len(cell) for cell in cells) < 60 < min(len(label) for label in position_labels(positions))
 
 
 def test_the_demonstrator_agrees_with_itself_and_a_constant_policy_only_where_it_matches(positions) -> None:
@@ -84,3 +97,16 @@ def test_a_demonstrator_that_answers_one_position_two_ways_is_refused() -> None:
     random_agent = get_agent("random")()
     with pytest.raises(ValueError, match="answered one observation in two ways"):
         demonstrator_positions(random_agent.policy(KUHN), KUHN, 60, seed=0)
+
+
+def test_the_position_column_keeps_full_labels_where_shortening_would_mislead() -> None:
+    def column(*observations: str) -> tuple[str, list[str]]:
+        return position_column([SimpleNamespace(observation=o) for o in observations])  # type: ignore[arg-type]
+
+    # Lines in different numbers: nothing lines up, so the cells are the full labels.
+    assert column("Board: x\nTurn: 1", "Board: o")[1] == ["Board: x | Turn: 1", "Board: o"]
+    # A line without a shared key keeps all its words; the header marks its slot with "…" alone.
+    assert column("Seat: 0\nplays first", "Seat: 1\nwaits") == (
+        "position: Seat: … | …",
+        ["0 | plays first", "1 | waits"],
+    )
