@@ -135,7 +135,7 @@ def _agreement_lines(result: LearningDemoResult) -> list[str]:
         header, cells = position_column(everything)
         table = Table("times met", result.config.demonstrator, *labels, title=title)
         # The header wraps rather than widening the column past its longest cell.
-        table.columns.insert(0, Column(header, max_width=max(24, *(len(c) for c in cells))))
+        table.columns.insert(0, Column(header, max_width=max([24, *(len(c) for c in cells)])))
         answers = [a.answers + u.answers for a, u in zip(result.agreements, result.unreached_agreements, strict=True)]
         for i, (label, position) in enumerate(zip(cells, everything, strict=True)):
             if i == len(positions):
