@@ -89,15 +89,15 @@ def position_column(positions: Positions) -> tuple[str, list[str]]:
     order, the words each such line starts with in every position ("Your card:") move to the header, once, and the
     cells keep what differs ("K"); otherwise the cells are the full labels."""
     rows = _differing_lines(positions)
-    header = "position (the lines that differ)"
+    full = "position (the lines that differ)", [" | ".join(lines) for lines in rows]
     if len(rows) < 2 or len({len(lines) for lines in rows}) != 1:
-        return header, [" | ".join(lines) for lines in rows]
+        return full
     prefixes = [_common_words([lines[i] for lines in rows]) for i in range(len(rows[0]))]
     cells = [
         " | ".join(line[len(prefix) :].strip() for line, prefix in zip(lines, prefixes, strict=True)) for lines in rows
     ]
     if len(set(cells)) < len(cells):  # the shortening would merge two positions: keep the full labels
-        return header, [" | ".join(lines) for lines in rows]
+        return full
     return f"position: {' | '.join(f'{prefix} …' if prefix else '…' for prefix in prefixes)}", cells
 
 
@@ -133,9 +133,9 @@ def _agreement_lines(result: LearningDemoResult) -> list[str]:
             title += " (and, met 'never', those only random play reaches: in no demonstration)"
         everything = Positions({**positions.by_key, **unreached.by_key})
         header, cells = position_column(everything)
-        table = Table("times met", result.config.demonstrator, *labels, title=title)
         # The header wraps rather than widening the column past its longest cell.
-        table.columns.insert(0, Column(header, max_width=max([24, *(len(c) for c in cells)])))
+        position_header = Column(header, max_width=max([24, *(len(c) for c in cells)]))
+        table = Table(position_header, "times met", result.config.demonstrator, *labels, title=title)
         answers = [a.answers + u.answers for a, u in zip(result.agreements, result.unreached_agreements, strict=True)]
         for i, (label, position) in enumerate(zip(cells, everything, strict=True)):
             if i == len(positions):
