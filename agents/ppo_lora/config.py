@@ -54,6 +54,11 @@ class PPOLoRAConfig(LocalLMConfig):
     model needs the rest."""
 
     # -- LoRA and the value head -------------------------------------------------------------------------------
+    init_seed: int | None = training_only(None)
+    """The starting policy's random draws: the fresh LoRA's A matrices, the value head and, with
+    action_prior=calibrated, the calibration states. None: seed, which sets everything else (the envs' seeds, the
+    sampled actions, the minibatch order). Two runs that swap init_seed and seed tell which of the two decides a
+    result (docs/ppo_lora_breakout.md, "Which seed decides")."""
     init_adapter: str = training_only("")
     """Start from this checkpoint (an sft or ppo_lora checkpoint directory, or a run directory: its newest one):
     its adapter/ and, where present, value_head.pt, instead of a fresh LoRA (whose shape then comes from the
@@ -161,6 +166,11 @@ class PPOLoRAConfig(LocalLMConfig):
     progress: bool = training_only(True)
     """Show a progress bar."""
 
+    @property
+    def starting_seed(self) -> int:
+        """The seed of the starting policy's random draws: init_seed, or the run's seed."""
+        return self.seed if self.init_seed is None else self.init_seed
+
     def __post_init__(self) -> None:
         super().__post_init__()
         positive = ("num_envs", "num_steps", "minibatch_size", "max_minibatches", "update_epochs", "lora_rank",
@@ -168,6 +178,8 @@ class PPOLoRAConfig(LocalLMConfig):
         for name in (*positive, "max_new_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.init_seed is not None and self.init_seed < 0:
+            raise ValueError(f"init_seed must be >= 0 (or unset: the run's seed), got {self.init_seed}")
         if self.action_prior == "calibrated" and self.action_mode != "score":
             raise ValueError(
                 "action_prior=calibrated offsets the scored action names: it needs action_mode=score (generate mode "

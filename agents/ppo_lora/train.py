@@ -98,7 +98,7 @@ def calibrate(ac: ActorCritic, env: EnvConfig, config: PPOLoRAConfig, run: Run) 
     offsets, each action's mean probability before and after, and the seconds it took (``calibration/*`` at step 0)."""
     started = time.perf_counter()
     rows = calibration_rows(
-        ac, env, config.calibration_states, config.seed + CALIBRATION_SEED_OFFSET, config.max_episode_steps
+        ac, env, config.calibration_states, config.starting_seed + CALIBRATION_SEED_OFFSET, config.max_episode_steps
     )
     bias = fit_action_bias(rows)
     before, after = mean_probabilities(rows), mean_probabilities(rows, bias)
@@ -157,13 +157,15 @@ def train(
         require_vllm()  # one line now, not after the model has loaded
     env = training.training_env(env)  # Atari: FIRE on reset, a life loss ends the episode (docs/atari.md)
     configure_threads(config.threads)
-    torch.manual_seed(config.seed)
+    torch.manual_seed(config.starting_seed)  # the fresh LoRA and value head draw from it
     traits = _probe(env, config)
     strategy = strategy_for(config)
     resume = run.resumed_from
     ac = initial_actor_critic(config, traits.instructions, resume)
     if config.action_prior == "calibrated" and not resume and not ac.action_bias:
         calibrate(ac, env, config, run)
+    if config.init_seed is not None:  # what draws from torch's own generator from here on (LoRA dropout) follows seed
+        torch.manual_seed(config.seed)
     params = ac.trainable_parameters()
     optimizer = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=config.weight_decay)
     # The schedule is over the updates that train the policy: value warm-up updates neither count nor step it.
