@@ -3,7 +3,8 @@
 # layer, by default one epoch: the generator never repeats a program, so more data beats more epochs) -> exact match
 # and partial credit on held-out tasks -> optionally PPO on partial credit from the sft adapter -> the same evaluation.
 #
-# Held-out tasks: seeds 10,000-10,063 (task ids drawn from 2^31, so not among the demos' seeds 0..DEMOS-1).
+# Held-out tasks: seeds 10,000-10,063. The demos' seeds 0..DEMOS-1 cover those seeds once DEMOS > 10,000, so demos
+# whose task id is a held-out task's are dropped before training (the count is printed).
 # Defaults are the long version for a GPU box (~100k demos: about an hour of an H100 at the measured 30 demos/s);
 # the short CPU smoke version:
 #   DEMOS=32 SHARDS=2 EVAL_TASKS=2 MAX_TOKENS=64 PPO_STEPS=4 NUM_ENVS=2 TRAINABLE_LAYERS=2 scripts/trace_sft_ppo.sh
@@ -44,7 +45,16 @@ MODEL=(--set action_mode=generate --set max_new_tokens="$MAX_TOKENS" --set train
 
 mkdir -p "$OUT"
 
-# 1. Ground-truth demos from seeds 0..DEMOS-1, in SHARDS parallel writers, concatenated in seed order.
+# 0. The held-out tasks' ground truth: their task ids are kept out of the demos, and the teacher-forced evaluation
+#    feeds their answers in.
+if [ ! -f "$OUT/heldout_demos.jsonl" ]; then
+    "$LLM_GYM" demos "${ENV[@]}" "${GROUND_TRUTH[@]}" --episodes "$EVAL_TASKS" --seed 10000 \
+        --out "$OUT/heldout_demos.jsonl.tmp" > /dev/null
+    mv "$OUT/heldout_demos.jsonl.tmp" "$OUT/heldout_demos.jsonl"
+fi
+
+# 1. Ground-truth demos from seeds 0..DEMOS-1, in SHARDS parallel writers, concatenated in seed order, without the
+#    held-out tasks.
 if [ ! -f "$OUT/demos.jsonl" ]; then
     per=$(( (DEMOS + SHARDS - 1) / SHARDS ))
     pids=()
@@ -58,7 +68,18 @@ if [ ! -f "$OUT/demos.jsonl" ]; then
         pids+=($!)
     done
     for pid in "${pids[@]}"; do wait "$pid"; done
-    for ((k = 0; k < ${#pids[@]}; k++)); do cat "$OUT/demos_$k.jsonl"; done > "$OUT/demos.jsonl.tmp"
+    for ((k = 0; k < ${#pids[@]}; k++)); do cat "$OUT/demos_$k.jsonl"; done \
+        | "$PYTHON" -c '
+import json, sys
+held = {json.loads(line)["task_id"] for line in open(sys.argv[1])}
+dropped = 0
+for line in sys.stdin:
+    if json.loads(line)["task_id"] in held:
+        dropped += 1
+    else:
+        sys.stdout.write(line)
+print(f"demos: dropped {dropped} whose task is held out", file=sys.stderr)
+' "$OUT/heldout_demos.jsonl" > "$OUT/demos.jsonl.tmp"
     mv "$OUT/demos.jsonl.tmp" "$OUT/demos.jsonl"
     rm -f "$OUT"/demos_*.jsonl
 fi
@@ -77,11 +98,6 @@ evaluate() {  # NAME CHECKPOINT
     "$LLM_GYM" demos --agent "$2" "${ENV[@]}" --env-arg scoring=partial --episodes "$EVAL_TASKS" --seed 10000 \
         --num-envs "$EVAL_TASKS" --out "$OUT/eval_$1_answers.jsonl" --json > "$OUT/eval_$1_partial.json"
     if [ "$TEACHER_FORCED" = 1 ]; then  # the held-out tasks' ground truth, fed in: where the model goes wrong
-        if [ ! -f "$OUT/heldout_demos.jsonl" ]; then
-            "$LLM_GYM" demos "${ENV[@]}" "${GROUND_TRUTH[@]}" --episodes "$EVAL_TASKS" --seed 10000 \
-                --out "$OUT/heldout_demos.jsonl.tmp" > /dev/null
-            mv "$OUT/heldout_demos.jsonl.tmp" "$OUT/heldout_demos.jsonl"
-        fi
         "$PYTHON" "$SCRIPTS/trace_teacher_forced.py" "$2" "$OUT/heldout_demos.jsonl" --demos "$EVAL_TASKS" --json \
             > "$OUT/eval_$1_teacher_forced.json"
     fi
