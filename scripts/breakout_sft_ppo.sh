@@ -37,6 +37,10 @@ FIRE=(--env-arg fire_on_reset=true)
 HIST=()                        # the same history for the demos, sft, PPO and every evaluation of a checkpoint
 [ "$HISTORY" -gt 0 ] && HIST=(--env-arg history="$HISTORY")
 EVAL=(--episodes "$EVAL_GAMES" --seed 100 --max-steps "$EVAL_STEPS" --num-envs "$EVAL_GAMES" --json)
+if [ "$DEMO_EPISODES" -gt 100 ]; then  # the demos' seeds would reach the evaluation's
+    echo "DEMO_EPISODES=$DEMO_EPISODES: at most 100 (demos play seeds 0..DEMO_EPISODES-1, the evaluation seeds 100 on)" >&2
+    exit 2
+fi
 
 mkdir -p "$OUT"
 
