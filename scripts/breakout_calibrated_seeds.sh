@@ -13,6 +13,8 @@
 # copies, the logs and the scalars. JOBS caps the training runs (and, after them, the plays) that run at once; 0,
 # the default, runs them all at once (a GPU). On a CPU give it cores / THREADS: four runs of threads=1 on 2 cores
 # ran at 1.0 env steps/s each, against 5 for two (2026-11-27, 2-core AMD EPYC), so a queue finishes sooner.
+# A SEEDS entry S:I trains with seed=S and init_seed=I (the starting LoRA, value head and calibration states of seed
+# I, the envs and sampling of seed S) into seedS-initI: SEEDS="3:0 0:3" swaps seeds 3 and 0 ("Which seed decides").
 set -u
 OUT=${OUT:-}; W=${W:-runs/calibrated_seeds}; LLM=${LLM:-llm-gym}
 SEEDS=${SEEDS:-"2 3 4 5"}; STEPS=${STEPS:-16384}; ENVS=${ENVS:-64}; TRAIN_S=${TRAIN_S:-36000}; THREADS=${THREADS:-3}
@@ -20,12 +22,18 @@ PLAY_S=${PLAY_S:-3600}; GAMES=${GAMES:-8}; CUT=${CUT:-1000}; EXTRA=${EXTRA:-"--s
 LR=${LR:-3e-4}
 mkdir -p "$W"
 t0=$(date +%s)
+name() {  # SEEDS entry -> run name: S -> seedS, S:I -> seedS-initI
+  case "$1" in *:*) echo "seed${1%%:*}-init${1#*:}" ;; *) echo "seed$1" ;; esac
+}
+init_arg() {  # SEEDS entry -> its --set seed=... [--set init_seed=...]
+  case "$1" in *:*) echo "--set seed=${1%%:*} --set init_seed=${1#*:}" ;; *) echo "--set seed=$1" ;; esac
+}
 newest() {  # RUN: the name of its newest step_N checkpoint, or nothing
   ls "$1/checkpoints" 2>/dev/null | grep step_ | sort -t_ -k2 -n | tail -1
 }
 # Progress every 30 s (the newest checkpoint of each run), for a log that is only read at the end.
 ( while sleep 30; do
-    echo "t=$(( $(date +%s) - t0 ))s $(for s in $SEEDS; do echo -n "seed$s:$(newest "$W/seed$s") "; done)"
+    echo "t=$(( $(date +%s) - t0 ))s $(for s in $SEEDS; do echo -n "$(name "$s"):$(newest "$W/$(name "$s")") "; done)"
   done ) &
 mon=$!
 throttle() {  # with JOBS > 0, wait until fewer than JOBS of this script's jobs (the monitor aside) are running
@@ -38,40 +46,41 @@ for s in $SEEDS; do
     --set trainable_layers=4 --set learning_rate="$LR" --set kl_coef=0 --set reward_scale=0.1 --set total_steps="$STEPS" \
     --set checkpoint_every=2048 --set keep_checkpoints=10 --set eval_episodes=0 --set threads="$THREADS" \
     --set progress=false --set num_envs="$ENVS" --set num_steps=16 --set max_minibatches=16 --set entropy_coef=0.01 \
-    --set seed="$s" --set action_prior=calibrated $EXTRA --run-dir "$W/seed$s" > "$W/train-$s.log" 2>&1 &
+    $(init_arg "$s") --set action_prior=calibrated $EXTRA --run-dir "$W/$(name "$s")" > "$W/train-$(name "$s").log" 2>&1 &
 done
 wait $(jobs -p | grep -v "^$mon$") 2>/dev/null
 kill $mon 2>/dev/null
 echo "training done at t=$(( $(date +%s) - t0 ))s"
 for s in $SEEDS; do
-  tail -3 "$W/train-$s.log"
-  last=$(newest "$W/seed$s")
-  [ -n "$last" ] || { echo "seed $s: no checkpoint"; continue; }
-  rm -rf "$W/pol-seed$s"
-  $LLM copy-policy "$W/seed$s/checkpoints/$last" "$W/pol-seed$s" > /dev/null 2>&1 || echo "seed $s: copy-policy failed"
+  n=$(name "$s")
+  tail -3 "$W/train-$n.log"
+  last=$(newest "$W/$n")
+  [ -n "$last" ] || { echo "$n: no checkpoint"; continue; }
+  rm -rf "$W/pol-$n"
+  $LLM copy-policy "$W/$n/checkpoints/$last" "$W/pol-$n" > /dev/null 2>&1 || echo "$n: copy-policy failed"
   for p in 100 108 10000; do
     throttle
-    timeout "$PLAY_S" $LLM play --checkpoint "$W/pol-seed$s" --env LLMBreakout-text-v0 --env-arg fire_on_reset=true \
+    timeout "$PLAY_S" $LLM play --checkpoint "$W/pol-$n" --env LLMBreakout-text-v0 --env-arg fire_on_reset=true \
       --max-steps "$CUT" --episodes "$GAMES" --num-envs 8 --seed "$p" --set threads=1 --json \
-      > "$W/pol-seed$s/play-$p.json" 2> "$W/pol-seed$s/play-$p.err" &
+      > "$W/pol-$n/play-$p.json" 2> "$W/pol-$n/play-$p.err" &
   done
 done
 wait
 echo "plays done at t=$(( $(date +%s) - t0 ))s"
-python3 - "$W" $SEEDS <<'PY'
+python3 - "$W" $(for s in $SEEDS; do name "$s"; done) <<'PY'
 import json, sys
 from pathlib import Path
 w = Path(sys.argv[1])
 for s in sys.argv[2:]:
     row = []
     for p in (100, 108, 10000):
-        f = w / f"pol-seed{s}" / f"play-{p}.json"
+        f = w / f"pol-{s}" / f"play-{p}.json"
         try:
             d = json.loads(f.read_text())
             games = [e["return"] for e in d["episodes"]]
             row.append(f"{p}: {d['mean_return']:.2f} +- {d['ci95']:.2f} {games}")
         except Exception as exc:  # a play cut by its timeout leaves no JSON
             row.append(f"{p}: none ({type(exc).__name__})")
-    print(f"seed {s}:", " | ".join(row))
+    print(f"{s}:", " | ".join(row))
 PY
 [ -z "$OUT" ] || { mkdir -p "$OUT" && (cd "$W" && tar czf "$OUT/runs.tgz" pol-seed* train-*.log seed*/summary.json seed*/tb); }
