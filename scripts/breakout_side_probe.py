@@ -59,11 +59,12 @@ def probe(source: str, states: list[tuple[str, dict, int]], batch: int) -> dict:
     else:
         policy, _ = load_policy(source, env, overrides)
     names = list(states[0][1]["action_names"])
-    probs = []
+    probs, values = [], []
     for start in range(0, len(states), batch):
         chunk = states[start : start + batch]
         _, details = policy.act_with_details([s[0] for s in chunk], [s[1] for s in chunk])
         probs.extend(d["probs"] for d in details)
+        values.extend(d["value"] for d in details if "value" in d)
     p, side = np.asarray(probs), np.asarray([s[2] for s in states])
     top, left, right = p.argmax(axis=1), names.index("LEFT"), names.index("RIGHT")
     towards = np.where(side > 0, p[:, right], p[:, left])
@@ -81,6 +82,13 @@ def probe(source: str, states: list[tuple[str, dict, int]], batch: int) -> dict:
         "tracking_margin": round(float((towards - away).mean()), 3),
         "top_action_towards_ball": round(float(top_towards.mean()), 3),
         **by_side,
+        # The checkpoint's value head on the same states (none for zero-shot): where it sits against the returns
+        # matters, since a life lost has advantage -V (docs/ppo_lora_breakout.md, "the value head's first step").
+        **(
+            {"value_mean": round(float(np.mean(values)), 4), "value_std": round(float(np.std(values)), 4)}
+            if values
+            else {}
+        ),
     }
 
 
@@ -95,9 +103,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     states = tracker_states(args.states, args.seed, args.min_offset)
     print(
-        "| policy | tracking margin | top action towards the ball | top actions, ball left | top actions, ball right |"
+        "| policy | tracking margin | top action towards the ball | top actions, ball left | top actions, ball right "
+        "| value: mean ± sd |"
     )
-    print("| --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- |")
     results = []
     for source in args.policies:
         r = probe(source, states, args.batch)
@@ -106,7 +115,8 @@ def main(argv: list[str] | None = None) -> None:
             " ".join(f"{n} {c}" for n, c in r[side]["top_action"].items() if c) for side in ("ball left", "ball right")
         ]
         print(
-            f"| {source} | {r['tracking_margin']:+.3f} | {r['top_action_towards_ball']:.2f} | {tops[0]} | {tops[1]} |"
+            f"| {source} | {r['tracking_margin']:+.3f} | {r['top_action_towards_ball']:.2f} | {tops[0]} | {tops[1]} "
+            + (f"| {r['value_mean']:+.3f} ± {r['value_std']:.3f} |" if "value_mean" in r else "| |")
         )
         sys.stdout.flush()
     if args.json:

@@ -19,6 +19,7 @@ from torch import nn
 from llm_gym.agents.ppo_lora.calibration import save_action_bias
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.tokens import check_tokenizer_record, write_tokenizer_record
+from llm_gym.agents.ppo_lora.value_head import ValueHead
 from llm_gym.errors import ConfigError
 from llm_gym.lm.forward import PackedOutput, PrefixCache, compute_prefix
 from llm_gym.lm.models import load_causal_lm, resolve_model
@@ -65,7 +66,8 @@ class ActorCritic:
             self.model = self._peft(base, config, num_layers, adapter)
         self.model.eval()  # no dropout in the base model; LoRA dropout follows train()/eval() of the update
         hidden_size = base.config.hidden_size
-        self.value_head = nn.Linear(hidden_size, 1).to(self.device)
+        self.value_head = ValueHead(hidden_size, unit_input=config.value_input == "unit").to(self.device)
+        # Drawn after the move, on the device's generator: the draws of every run before ValueHead existed.
         nn.init.normal_(self.value_head.weight, std=1.0 / hidden_size**0.5)
         nn.init.zeros_(self.value_head.bias)
         self.split = SplitLM(self.model, self.split_layer, config.adapter_compute)

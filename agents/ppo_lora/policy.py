@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
-
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.calibration import load_action_bias
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import VALUE_HEAD_FILE
+from llm_gym.agents.ppo_lora.value_head import ValueHead, load_value_head_file
 from llm_gym.lm.policy import LMPolicy
 from llm_gym.runs import played_history
 
@@ -59,11 +58,7 @@ def checkpoint_policy(config: PPOLoRAConfig, env: EnvConfig, checkpoint: Path | 
     )  # fmt: skip
 
 
-def load_value_head(checkpoint: Path, hidden_size: int, device: str) -> torch.nn.Linear | None:
+def load_value_head(checkpoint: Path, hidden_size: int, device: str) -> ValueHead | None:
     """The checkpoint's value head (float32, as training keeps it), or None where the checkpoint has none."""
     path = checkpoint / VALUE_HEAD_FILE
-    if not path.is_file():
-        return None
-    head = torch.nn.Linear(hidden_size, 1)
-    head.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
-    return head.to(device).eval()
+    return load_value_head_file(path, hidden_size, device) if path.is_file() else None

@@ -4,6 +4,7 @@ output, the action, its log-probability, the value and the reference policy's lo
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -158,6 +159,23 @@ def action_scalars(rollout: Rollout) -> dict[str, float]:
     for name in rollout.action_probs:
         scalars[f"policy/greedy_share/{name}"] = rollout.greedy_actions[name] / rollout.scored
     return scalars
+
+
+def value_scalars(rollout: Rollout, returns: torch.Tensor, gamma: float) -> dict[str, float]:
+    """Where the value head sits against what it is fitted to: ``values/mean`` (the rollout's value estimates) and
+    ``values/return_mean`` (its GAE returns), and ``values/end_advantage``, the one-step advantage r - V of the
+    decisions that ended an episode (a truncated one with its bootstrapped value): a head far below the returns
+    makes losing a life look good on Breakout (docs/ppo_lora_breakout.md, "the value head's first step"). NaN
+    where no episode ended (the caller drops NaN scalars)."""
+    arrays = rollout.stacked()
+    values = arrays["values"].float()
+    ends = torch.cat([arrays["dones"][1:], rollout.last_done[None]]).bool()
+    end_advantage = arrays["rewards"].float() + gamma * arrays["truncated_values"].float() - values
+    return {
+        "values/mean": float(values.mean()),
+        "values/return_mean": float(returns.float().mean()),
+        "values/end_advantage": float(end_advantage[ends].mean()) if ends.any() else math.nan,
+    }
 
 
 def rollout_arrays(rollout: Rollout) -> dict[str, np.ndarray]:

@@ -30,7 +30,14 @@ from llm_gym.agents.ppo_lora.checkpoint import Counters, init_checkpoint, load_c
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.engine import EngineStoppedError, RolloutEngine, require_vllm
 from llm_gym.agents.ppo_lora.model import ADAPTER_DIR, VALUE_HEAD_FILE, ActorCritic
-from llm_gym.agents.ppo_lora.rollout import Rollout, action_scalars, collect, engine_gap, rollout_arrays
+from llm_gym.agents.ppo_lora.rollout import (
+    Rollout,
+    action_scalars,
+    collect,
+    engine_gap,
+    rollout_arrays,
+    value_scalars,
+)
 from llm_gym.agents.ppo_lora.update import ppo_update, value_warmup_update
 from llm_gym.callbacks import Callback
 from llm_gym.envs.protocol import EnvTraits
@@ -279,6 +286,7 @@ def train(
                     "charts/episodes": counters.episodes,
                     **engine_gap(rollout),
                     **action_scalars(rollout),
+                    **value_scalars(rollout, returns, config.gamma),
                 }
             )
             if len(episodes["returns"]):

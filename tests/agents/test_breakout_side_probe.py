@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -37,3 +38,5 @@ def test_probe_of_a_checkpoint(tmp_path: Path) -> None:
     for side in ("ball left", "ball right"):
         assert sum(result[side]["mean_probs"].values()) == pytest.approx(1.0, abs=2e-3)
         assert sum(result[side]["top_action"].values()) == result[side]["states"]
+    # The checkpoint's value head was scored on the same states.
+    assert math.isfinite(result["value_mean"]) and result["value_std"] >= 0.0
