@@ -1,13 +1,14 @@
 """The value head: one linear layer on the hidden state at the last prompt position, optionally of that state scaled
 to unit length first (``value_input=unit``).
 
-Why the unit option exists (docs/ppo_lora_breakout.md, "the value head's first step"): on SmolLM2 the final hidden
-state is almost the same vector in every Breakout state (norm about 56, one channel about 44; the spread between
-states is about 1% of it). Adam moves each of the 576 weights by about the learning rate per step, all in the
-direction of that shared vector, so one update of 32 steps at 3e-4 can move every value by about 5 at once, while
-the returns are about 0.1-1. Runs whose head overshot below zero rewarded losing a ball (its advantage is -V) for
-thousands of steps. With the input at unit length a step moves a value by at most lr * sqrt(hidden_size), whatever
-the base model's activation scale, and the fresh head starts within a few hundredths of zero for every seed.
+Why the unit option exists (docs/ppo_lora_breakout.md, "A fresh value head's starting value"): on SmolLM2 the
+final hidden state is nearly one shared vector in every Breakout state (norm about 56, one channel about 44; the
+states differ by about 1% of it). A fresh head projects that vector onto its random weights, so it starts with one
+value for every state, set by the seed: -3.7 to +2.0 over seeds 0-9, where a life's return is about 0.3-0.6. PPO's
+value clip (``value_clip_coef`` 0.2) moves a value at most 0.2 per update, so a head that starts at -1.7 stays
+below zero for about 12 updates, and all that time the decision that loses a ball has a positive advantage
+(r - V). At unit length the fresh head starts within a few hundredths of zero for every seed, and an Adam step
+moves a value by at most lr * sqrt(hidden_size) whatever the base model's activation scale.
 
 The choice is saved in the state dict (``unit_input``), so a checkpoint's head is always read the way it was
 trained; a file without it (saved before the option) is a head on the raw hidden state.
