@@ -118,7 +118,7 @@ class PPOLoRAConfig(LocalLMConfig):
     with one value for every state, set by the seed (-3.7 to +2.0 over seeds 0-9 on Breakout) and moved at most
     value_clip_coef per update: while it is below zero, losing a ball looks good. ``unit`` starts every seed near
     zero (agents/ppo_lora/value_head.py, docs/ppo_lora_breakout.md). A head loaded from a checkpoint (resume,
-    init_adapter) keeps the input it was trained on."""
+    init_adapter) keeps the input it was trained on; a warm start whose head differs from this setting warns."""
     value_warmup_updates: int = training_only(0)
     """The first N updates fit the value head alone to the rollout's returns (unclipped squared error); the LoRA
     weights, so the policy, and the KL coefficient stay as they are. For a warm start whose value head predicts

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -96,8 +97,22 @@ def initial_actor_critic(config: PPOLoRAConfig, instructions: str, resume: Path 
     ac = ActorCritic(config, instructions, adapter=start / ADAPTER_DIR)
     if (start / VALUE_HEAD_FILE).is_file():
         ac.load_value_head(start)
+        _warn_if_head_mode_differs(ac, config, start)
     ac.set_action_bias(load_action_bias(start))
     return ac
+
+
+def _warn_if_head_mode_differs(ac: ActorCritic, config: PPOLoRAConfig, start: Path) -> None:
+    """A warm-started head keeps the input it was fitted on (its weights mean nothing on the other one), so a
+    ``value_input`` that differs from it does not apply; say so rather than let the setting look honoured."""
+    loaded = "unit" if ac.value_head.unit_input else "hidden"
+    if loaded != config.value_input:
+        warnings.warn(
+            f"value_input={config.value_input} does not apply: the value head of {start} was trained with "
+            f"value_input={loaded} and keeps it; to start a fresh {config.value_input} head, warm-start from a copy of the "
+            f"checkpoint without {VALUE_HEAD_FILE}",
+            stacklevel=2,
+        )
 
 
 def calibrate(ac: ActorCritic, env: EnvConfig, config: PPOLoRAConfig, run: Run) -> None:

@@ -97,9 +97,11 @@ def test_a_unit_run_saves_its_mode_and_a_warm_start_keeps_the_mode_its_head_was_
     assert {"values/mean", "values/return_mean"} <= logged.keys()  # every update says where the head sits
 
     # A hidden-mode run warm-started from it keeps the unit head (its weights were fitted on unit inputs) ...
-    warm, _ = train(
-        tmp_path / "warm", "OpenSpiel-kuhn_poker-v0", tiny_config(model_dir, init_adapter=str(checkpoint), **small)
-    )
+    # ... and says that the run's own value_input does not apply to it.
+    with pytest.warns(UserWarning, match="value_input=hidden does not apply"):
+        warm, _ = train(
+            tmp_path / "warm", "OpenSpiel-kuhn_poker-v0", tiny_config(model_dir, init_adapter=str(checkpoint), **small)
+        )
     assert bool(torch.load(Path(warm["checkpoint"]) / VALUE_HEAD_FILE, weights_only=True)["unit_input"])
     # ... and a fresh hidden-mode run saves a raw head.
     plain, _ = train(tmp_path / "plain", "OpenSpiel-kuhn_poker-v0", tiny_config(model_dir, **small))
