@@ -85,6 +85,10 @@ class SFTConfig(LocalLMConfig):
     value_coef: float = training_only(0.5)
     """Weight of the value head's warm-up loss (MSE to each demo's return-to-go times reward_scale); 0: the value
     head is not trained (it stays at its initialisation, as in a fresh ppo_lora run)."""
+    value_input: Literal["hidden", "unit"] = training_only("hidden")
+    """What the value head reads (ppo_lora's option): the last prompt position's hidden state, or that state scaled to
+    unit length. A ppo_lora run warm-started from this checkpoint keeps the head's input whatever its own
+    ``value_input`` says (and warns where the two differ), so set it here to the ppo_lora run's value."""
     reward_scale: float = training_only(1.0)
     """Returns-to-go are multiplied by this for the value warm-up: set it to the ppo_lora run's reward_scale."""
     value_gamma: float = training_only(1.0)

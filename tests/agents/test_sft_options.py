@@ -1,10 +1,11 @@
 """sft's options for long runs, on tiny random models: micro-batches give the whole batch's gradient, a run starts
 from another checkpoint's adapter (``init_adapter``), and a run killed inside an epoch resumes from its mid-epoch
-checkpoint to the same weights as an uninterrupted run."""
+checkpoint to the same weights as an uninterrupted run; and ``value_input`` sets the head a ppo_lora run inherits."""
 
 from __future__ import annotations
 
 import shutil
+import warnings
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,9 @@ from safetensors.torch import load_file
 from sft_demos import sft_settings, write_demos  # tests/agents/sft_demos.py
 
 from llm_gym.agent import EnvConfig
-from llm_gym.agents.ppo_lora.model import ActorCritic
+from llm_gym.agents.ppo_lora.model import VALUE_HEAD_FILE, ActorCritic
+from llm_gym.agents.ppo_lora.testing import tiny_config
+from llm_gym.agents.ppo_lora.train import initial_actor_critic
 from llm_gym.agents.sft import SFTAgent
 from llm_gym.agents.sft.config import SFTConfig
 from llm_gym.agents.sft.data import DemoEncoder
@@ -80,6 +83,23 @@ def test_a_run_starts_from_another_checkpoints_adapter(tiny_model_dir: Path, ttt
     assert fresh["validation"]["val/answer_loss"] > first["validation"]["val/answer_loss"]
     with pytest.raises(CheckpointError, match="does not exist"):
         _train(tmp_path / "bad", sft_settings(tiny_model_dir, ttt_demos, init_adapter=str(tmp_path / "missing")))
+
+
+def test_a_unit_value_head_is_trained_here_and_a_ppo_run_with_the_same_input_takes_it_silently(
+    tiny_model_dir: Path, ttt_demos: Path, tmp_path: Path
+) -> None:
+    summary, _ = _train(tmp_path / "unit", sft_settings(tiny_model_dir, ttt_demos, epochs=1, value_input="unit"))
+    checkpoint = Path(summary["checkpoint"])
+    assert bool(torch.load(checkpoint / VALUE_HEAD_FILE, weights_only=True)["unit_input"])
+    instructions = EnvTraits.probe(EnvConfig(TTT)).instructions
+    settings = dict(init_adapter=str(checkpoint), lora_rank=sft_settings(tiny_model_dir, ttt_demos).lora_rank)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warm = initial_actor_critic(tiny_config(tiny_model_dir, value_input="unit", **settings), instructions, None)
+    assert warm.value_head.unit_input
+    assert not [w for w in caught if "does not apply" in str(w.message)]
+    with pytest.warns(UserWarning, match="value_input=hidden does not apply"):  # the mismatch still says so
+        initial_actor_critic(tiny_config(tiny_model_dir, **settings), instructions, None)
 
 
 def test_a_run_killed_inside_an_epoch_resumes_to_the_same_weights(
