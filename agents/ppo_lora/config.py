@@ -112,13 +112,16 @@ class PPOLoRAConfig(LocalLMConfig):
     """Value clip around the rollout's values; 0 turns it off."""
     value_coef: float = training_only(0.5)
     """Weight of the value loss."""
-    value_input: Literal["hidden", "unit"] = training_only("hidden")
-    """What a fresh value head reads: the last prompt position's hidden state as it is, or scaled to unit length
-    (``unit``). On SmolLM2 that state is nearly one shared vector of norm about 56, so a fresh head on it starts
-    with one value for every state, set by the seed (-3.7 to +2.0 over seeds 0-9 on Breakout) and moved at most
-    value_clip_coef per update: while it is below zero, losing a ball looks good. ``unit`` starts every seed near
-    zero (agents/ppo_lora/value_head.py, docs/ppo_lora_breakout.md). A head loaded from a checkpoint (resume,
-    init_adapter) keeps the input it was trained on; a warm start whose head differs from this setting warns."""
+    value_input: Literal["hidden", "unit", "standardized"] = training_only("hidden")
+    """What a fresh value head reads: the last prompt position's hidden state as it is, scaled to unit length
+    (``unit``), or standardised per channel with the statistics of the states the rollouts visit, detached from
+    the LoRA (``standardized``). On SmolLM2 that state is nearly one shared vector of norm about 56, so a fresh head
+    on it starts with one value for every state, set by the seed (-3.7 to +2.0 over seeds 0-9 on Breakout) and moved
+    at most value_clip_coef per update: while it is below zero, losing a ball looks good. ``unit`` starts every seed
+    near zero but still reads states that differ by about 1.5%, so it stays one value for all of them;
+    ``standardized`` starts at zero and reads what tells the states apart (agents/ppo_lora/value_head.py,
+    docs/ppo_lora_breakout.md). A head loaded from a checkpoint (resume, init_adapter) keeps the input it was
+    trained on; a warm start whose head differs from this setting warns."""
     value_warmup_updates: int = training_only(0)
     """The first N updates fit the value head alone to the rollout's returns (unclipped squared error); the LoRA
     weights, so the policy, and the KL coefficient stay as they are. For a warm start whose value head predicts

@@ -66,10 +66,12 @@ class ActorCritic:
             self.model = self._peft(base, config, num_layers, adapter)
         self.model.eval()  # no dropout in the base model; LoRA dropout follows train()/eval() of the update
         hidden_size = base.config.hidden_size
-        self.value_head = ValueHead(hidden_size, unit_input=config.value_input == "unit").to(self.device)
+        self.value_head = ValueHead(hidden_size, input_mode=config.value_input).to(self.device)
         # Drawn after the move, on the device's generator: the draws of every run before ValueHead existed.
         nn.init.normal_(self.value_head.weight, std=1.0 / hidden_size**0.5)
         nn.init.zeros_(self.value_head.bias)
+        if config.value_input == "standardized":  # starts at 0 everywhere; drawn above all the same, so a run's
+            nn.init.zeros_(self.value_head.weight)  # later draws are those of the other inputs' runs
         self.split = SplitLM(self.model, self.split_layer, config.adapter_compute)
         self.adapter_compute = self.split.adapter_compute  # generate mode's sampling runs the whole model under it too
         self.pad_id = self.tokenizer.pad_token_id

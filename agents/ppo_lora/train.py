@@ -105,7 +105,7 @@ def initial_actor_critic(config: PPOLoRAConfig, instructions: str, resume: Path 
 def _warn_if_head_mode_differs(ac: ActorCritic, config: PPOLoRAConfig, start: Path) -> None:
     """A warm-started head keeps the input it was fitted on (its weights mean nothing on the other one), so a
     ``value_input`` that differs from it does not apply; say so rather than let the setting look honoured."""
-    loaded = "unit" if ac.value_head.unit_input else "hidden"
+    loaded = ac.value_head.input_mode
     if loaded != config.value_input:
         warnings.warn(
             f"value_input={config.value_input} does not apply: the value head of {start} was trained with "
@@ -237,10 +237,12 @@ def train(
         while counters.global_step < config.total_steps and not stopped:
             started = time.perf_counter()
             # -- rollout: one batched LM call per step for all envs ------------------------------------------
-            rollout = _collect(
-                ac, strategy, stepper, config, env, generator, next_done, with_reference, engine,
-                checkpoint_before_rollout,
-            )  # fmt: skip
+            with ac.value_head.observing():  # value_input=standardized: the states its statistics follow
+                rollout = _collect(
+                    ac, strategy, stepper, config, env, generator, next_done, with_reference, engine,
+                    checkpoint_before_rollout,
+                )  # fmt: skip
+            ac.value_head.fold_observed()  # every value stays as the rollout computed it
             next_done = rollout.last_done
             collect_seconds = time.perf_counter() - started
             # -- advantages --------------------------------------------------------------------------------

@@ -88,7 +88,8 @@ class SFTConfig(LocalLMConfig):
     value_input: Literal["hidden", "unit"] = training_only("hidden")
     """What the value head reads (ppo_lora's option): the last prompt position's hidden state, or that state scaled to
     unit length. A ppo_lora run warm-started from this checkpoint keeps the head's input whatever its own
-    ``value_input`` says (and warns where the two differ), so set it here to the ppo_lora run's value."""
+    ``value_input`` says (and warns where the two differ), so set it here to the ppo_lora run's value.
+    (``standardized`` is ppo_lora's only: its statistics come from the states PPO's rollouts visit.)"""
     reward_scale: float = training_only(1.0)
     """Returns-to-go are multiplied by this for the value warm-up: set it to the ppo_lora run's reward_scale."""
     value_gamma: float = training_only(1.0)

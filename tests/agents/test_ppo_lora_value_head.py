@@ -15,7 +15,7 @@ import torch
 from llm_gym.agents.ppo_lora.model import VALUE_HEAD_FILE
 from llm_gym.agents.ppo_lora.policy import load_value_head
 from llm_gym.agents.ppo_lora.testing import tiny_config, train
-from llm_gym.agents.ppo_lora.value_head import ValueHead
+from llm_gym.agents.ppo_lora.value_head import INPUTS, ValueHead
 from llm_gym.curves import read_scalars
 
 HIDDEN = 64
@@ -30,10 +30,10 @@ def _shared_vector_states(rows: int = 32) -> torch.Tensor:
     return shared + 0.02 * torch.randn(rows, HIDDEN, generator=generator)
 
 
-def _one_adam_step_move(unit_input: bool, lr: float = 3e-4) -> tuple[float, float]:
+def _one_adam_step_move(input_mode: str, lr: float = 3e-4) -> tuple[float, float]:
     """(mean |value| before, mean |value change|) of one Adam step fitting the states' values to 0.1."""
     torch.manual_seed(0)
-    head = ValueHead(HIDDEN, unit_input=unit_input)
+    head = ValueHead(HIDDEN, input_mode=input_mode)
     torch.nn.init.normal_(head.weight, std=HIDDEN**-0.5)
     torch.nn.init.zeros_(head.bias)
     states = _shared_vector_states()
@@ -47,8 +47,8 @@ def _one_adam_step_move(unit_input: bool, lr: float = 3e-4) -> tuple[float, floa
 
 def test_a_unit_input_bounds_an_adam_step_where_the_raw_state_moves_every_value_at_once() -> None:
     lr = 3e-4
-    raw_start, raw_move = _one_adam_step_move(unit_input=False, lr=lr)
-    unit_start, unit_move = _one_adam_step_move(unit_input=True, lr=lr)
+    raw_start, raw_move = _one_adam_step_move("hidden", lr=lr)
+    unit_start, unit_move = _one_adam_step_move("unit", lr=lr)
     bound = lr * (HIDDEN**0.5 + 1)  # the weights' step (each at most lr) on a unit vector, and the bias's
     assert unit_move <= bound
     # The raw head's step is lr times the shared vector's L1 norm: tens of times the unit head's here.
@@ -59,19 +59,27 @@ def test_a_unit_input_bounds_an_adam_step_where_the_raw_state_moves_every_value_
 
 
 def test_the_input_mode_travels_with_the_state_and_an_old_head_reads_as_raw() -> None:
-    head = ValueHead(HIDDEN, unit_input=True)
+    head = ValueHead(HIDDEN, input_mode="unit")
     buffer = io.BytesIO()
     torch.save(head.state_dict(), buffer)
     buffer.seek(0)
     loaded = ValueHead(HIDDEN)
     loaded.load_state_dict(torch.load(buffer, weights_only=True))
     states = _shared_vector_states(4)
-    assert loaded.unit_input and torch.equal(loaded(states), head(states))
+    assert loaded.input_mode == "unit" and torch.equal(loaded(states), head(states))
 
     old = torch.nn.Linear(HIDDEN, 1)  # what value_head.pt held before the option
-    into = ValueHead(HIDDEN, unit_input=True)
+    into = ValueHead(HIDDEN, input_mode="unit")
     into.load_state_dict(old.state_dict())
-    assert not into.unit_input and torch.equal(into(states), old(states))
+    assert into.input_mode == "hidden" and torch.equal(into(states), old(states))
+    flagged = {**head.state_dict()}  # a unit head saved before the standardised mode: a flag, no statistics
+    flagged = {k: v for k, v in flagged.items() if k in ("weight", "bias")} | {"unit_input": torch.tensor(True)}
+    into.load_state_dict(flagged)
+    assert into.input_mode == "unit" and torch.equal(into(states), head(states))
+
+
+def _saved_mode(checkpoint: Path) -> str:
+    return INPUTS[int(torch.load(checkpoint / VALUE_HEAD_FILE, weights_only=True)["input_mode"])]
 
 
 @pytest.fixture(scope="module")
@@ -90,9 +98,9 @@ def test_a_unit_run_saves_its_mode_and_a_warm_start_keeps_the_mode_its_head_was_
     )
     checkpoint = Path(summary["checkpoint"])
     saved = torch.load(checkpoint / VALUE_HEAD_FILE, weights_only=True)
-    assert bool(saved["unit_input"])
+    assert INPUTS[int(saved["input_mode"])] == "unit"
     played = load_value_head(checkpoint, hidden_size=32, device="cpu")
-    assert played is not None and played.unit_input
+    assert played is not None and played.input_mode == "unit"
     logged = read_scalars(tmp_path / "unit")
     assert {"values/mean", "values/return_mean"} <= logged.keys()  # every update says where the head sits
 
@@ -102,10 +110,10 @@ def test_a_unit_run_saves_its_mode_and_a_warm_start_keeps_the_mode_its_head_was_
         warm, _ = train(
             tmp_path / "warm", "OpenSpiel-kuhn_poker-v0", tiny_config(model_dir, init_adapter=str(checkpoint), **small)
         )
-    assert bool(torch.load(Path(warm["checkpoint"]) / VALUE_HEAD_FILE, weights_only=True)["unit_input"])
+    assert _saved_mode(Path(warm["checkpoint"])) == "unit"
     # ... and a fresh hidden-mode run saves a raw head.
     plain, _ = train(tmp_path / "plain", "OpenSpiel-kuhn_poker-v0", tiny_config(model_dir, **small))
-    assert not bool(torch.load(Path(plain["checkpoint"]) / VALUE_HEAD_FILE, weights_only=True)["unit_input"])
+    assert _saved_mode(Path(plain["checkpoint"])) == "hidden"
 
 
 def test_value_scalars_give_the_advantage_of_the_decisions_that_ended_an_episode() -> None:

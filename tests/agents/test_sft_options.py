@@ -17,6 +17,7 @@ from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.model import VALUE_HEAD_FILE, ActorCritic
 from llm_gym.agents.ppo_lora.testing import tiny_config
 from llm_gym.agents.ppo_lora.train import initial_actor_critic
+from llm_gym.agents.ppo_lora.value_head import INPUTS
 from llm_gym.agents.sft import SFTAgent
 from llm_gym.agents.sft.config import SFTConfig
 from llm_gym.agents.sft.data import DemoEncoder
@@ -90,13 +91,13 @@ def test_a_unit_value_head_is_trained_here_and_a_ppo_run_with_the_same_input_tak
 ) -> None:
     summary, _ = _train(tmp_path / "unit", sft_settings(tiny_model_dir, ttt_demos, epochs=1, value_input="unit"))
     checkpoint = Path(summary["checkpoint"])
-    assert bool(torch.load(checkpoint / VALUE_HEAD_FILE, weights_only=True)["unit_input"])
+    assert INPUTS[int(torch.load(checkpoint / VALUE_HEAD_FILE, weights_only=True)["input_mode"])] == "unit"
     instructions = EnvTraits.probe(EnvConfig(TTT)).instructions
     settings = dict(init_adapter=str(checkpoint), lora_rank=sft_settings(tiny_model_dir, ttt_demos).lora_rank)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         warm = initial_actor_critic(tiny_config(tiny_model_dir, value_input="unit", **settings), instructions, None)
-    assert warm.value_head.unit_input
+    assert warm.value_head.input_mode == "unit"
     assert not [w for w in caught if "does not apply" in str(w.message)]
     with pytest.warns(UserWarning, match="value_input=hidden does not apply"):  # the mismatch still says so
         initial_actor_critic(tiny_config(tiny_model_dir, **settings), instructions, None)

@@ -1,0 +1,173 @@
+"""Could a linear value head on a checkpoint's hidden state predict PPO's returns on Breakout, and does it?
+
+Plays a ``ppo_lora`` checkpoint (sampled, as its rollouts are) on the env it trained on (its own env arguments and
+the training defaults: FIRE on reset, an episode per life), records at every decision the hidden state the value
+head reads, the head's value, the reward (times the run's ``reward_scale``) and the decoded game state, and
+computes PPO's value targets (GAE returns with the run's ``gamma`` and ``gae_lambda``, bootstrapped from the head
+at the end). It then reports the explained variance (1 - Var(target - prediction) / Var(target), the
+``losses/explained_variance`` of training) of:
+
+- ``head``: the checkpoint's own value head;
+- ``ridge/hidden`` and ``ridge/unit``: a ridge regression refitted on the hidden state as it is and scaled to unit
+  length (what ``value_input=hidden`` / ``unit`` read): what the best linear head on that input could reach;
+- ``ridge/game``: a ridge regression on a few decoded game quantities (ball and paddle positions, the ball's
+  offset from the paddle now and where it will land, lives), a reference for what the state itself tells.
+
+Ridge fits are scored on envs they were not fitted on (folds of whole envs, the penalty chosen inside the training
+envs), so a number above zero is a prediction, not a memory of the states.
+
+    python scripts/value_decodability.py runs/RUN/checkpoints/step_N [--envs 8] [--steps 192] [--seed 500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from llm_gym.agent import EnvConfig
+from llm_gym.agents.ppo_lora.acting import act, strategy_for
+from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
+from llm_gym.agents.ppo_lora.train import initial_actor_critic
+from llm_gym.config import from_dict
+from llm_gym.envs.atari.breakout import landing_x
+from llm_gym.envs.protocol import EnvTraits
+from llm_gym.rl import compute_gae
+from llm_gym.training import training_env
+
+ALPHAS = (0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0)
+
+
+def game_features(game, state) -> list[float]:  # noqa: ANN001  (the env's game and its decoded state)
+    """Decoded quantities a critic could use: ball in play, its position and motion, the paddle, the ball's offset
+    from the paddle now and at its landing (signed and absolute), lives."""
+    if state.ball_x is None:
+        return [0.0, 0, 0, 0, 0, state.paddle_x, 0, 0, 0, 0, state.lives]
+    offset = game.paddle_offset(state)
+    landing = landing_x(state)
+    land = 0.0 if landing is None else landing + 1 - state.paddle_centre
+    return [1.0, state.ball_x, state.ball_y, state.ball_dx, state.ball_dy, state.paddle_x, offset, abs(offset),
+            land, abs(land), state.lives]  # fmt: skip
+
+
+def play(checkpoint: Path, envs: int, steps: int, seed: int) -> dict[str, np.ndarray]:
+    record = json.loads((checkpoint.parent.parent / "config.json").read_text())
+    config = from_dict(PPOLoRAConfig, {**record["config"], "init_adapter": str(checkpoint), "threads": 1})
+    env = training_env(EnvConfig(record["env_id"], record["env_kwargs"]))
+    ac = initial_actor_critic(config, EnvTraits.probe(env).instructions, None)
+    captured: list[torch.Tensor] = []
+    ac.value_head.register_forward_hook(lambda _m, args, _out: captured.append(args[0].detach().float().cpu()))
+    games = [env.make() for _ in range(envs)]
+    started = [g.reset(seed=seed + i) for i, g in enumerate(games)]
+    observations, infos = [s[0] for s in started], [s[1] for s in started]
+    generator = torch.Generator().manual_seed(seed)
+    hidden, values, rewards, dones, features = [], [], [], [], []
+    for _ in range(steps + 1):  # the last decision only bootstraps
+        captured.clear()
+        decided = act(ac, strategy_for(config), observations, infos, env.env_id, generator=generator, keep_hidden=False)
+        hidden.append(captured[-1].numpy())
+        values.append(decided.values.numpy())
+        features.append([game_features(g.unwrapped.game, i["game_state"]) for g, i in zip(games, infos, strict=True)])
+        step_rewards, step_dones = [], []
+        for k, (g, action) in enumerate(zip(games, decided.actions, strict=True)):
+            observations[k], reward, terminated, truncated, infos[k] = g.step(action)
+            if terminated or truncated:
+                observations[k], infos[k] = g.reset()  # an episode per life: the same game goes on
+            step_rewards.append(reward * config.reward_scale)
+            step_dones.append(float(terminated or truncated))
+        rewards.append(step_rewards)
+        dones.append(step_dones)
+    for g in games:
+        g.close()
+    # compute_gae's convention: dones[t] says whether s_t followed a reset, so each step's flag moves one row down.
+    ended = torch.tensor(dones)  # (steps + 1, envs): whether step t ended an episode
+    follows_reset = torch.cat([torch.zeros(1, envs), ended[:-2]])
+    _, returns = compute_gae(
+        torch.tensor(rewards[:-1]), torch.tensor(np.array(values[:-1])), follows_reset,
+        torch.tensor(values[-1]), ended[-2], config.gamma, config.gae_lambda,
+    )  # fmt: skip
+    return {
+        "hidden": np.array(hidden[:-1]),  # (steps, envs, H)
+        "head": np.array(values[:-1]),
+        "target": returns.numpy(),
+        "game": np.array(features[:-1], dtype=np.float64),
+    }
+
+
+def explained_variance(target: np.ndarray, prediction: np.ndarray) -> float:
+    return float(1.0 - np.var(target - prediction) / max(np.var(target), 1e-12))
+
+
+def ridge(x: np.ndarray, y: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Fit on standardised columns; returns (mean, scale, weights, intercept)."""
+    mean, scale = x.mean(0), x.std(0) + 1e-8
+    z = (x - mean) / scale
+    weights = np.linalg.solve(z.T @ z + alpha * np.eye(z.shape[1]), z.T @ (y - y.mean()))
+    return mean, scale, weights, float(y.mean())
+
+
+def predict(fit: tuple[np.ndarray, np.ndarray, np.ndarray, float], x: np.ndarray) -> np.ndarray:
+    mean, scale, weights, intercept = fit
+    return (x - mean) / scale @ weights + intercept
+
+
+def held_out_ev(x: np.ndarray, y: np.ndarray, folds: int) -> tuple[float, list[float]]:
+    """x (steps, envs, F), y (steps, envs): explained variance on held-out envs, pooled over ``folds`` folds of
+    whole envs, each fold's penalty chosen by the same folding inside its training envs; and the chosen penalties."""
+    envs = np.arange(y.shape[1])
+    groups = np.array_split(envs, folds)
+    predictions, chosen = np.zeros_like(y), []
+    for test in groups:
+        train = np.setdiff1d(envs, test)
+        inner = np.array_split(train, max(2, min(folds - 1, len(train))))
+        scores = []
+        for alpha in ALPHAS:
+            errors = []
+            for check in inner:
+                fit_on = np.setdiff1d(train, check)
+                fit = ridge(x[:, fit_on].reshape(-1, x.shape[2]), y[:, fit_on].reshape(-1), alpha)
+                errors.append(
+                    np.mean((predict(fit, x[:, check].reshape(-1, x.shape[2])) - y[:, check].reshape(-1)) ** 2)
+                )
+            scores.append(np.mean(errors))
+        alpha = ALPHAS[int(np.argmin(scores))]
+        chosen.append(alpha)
+        fit = ridge(x[:, train].reshape(-1, x.shape[2]), y[:, train].reshape(-1), alpha)
+        predictions[:, test] = predict(fit, x[:, test].reshape(-1, x.shape[2])).reshape(y.shape[0], len(test))
+    return explained_variance(y.reshape(-1), predictions.reshape(-1)), chosen
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkpoint", type=Path)
+    parser.add_argument("--envs", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=192)
+    parser.add_argument("--seed", type=int, default=500)
+    parser.add_argument("--folds", type=int, default=4)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    data = play(args.checkpoint, args.envs, args.steps, args.seed)
+    y, hidden = data["target"], data["hidden"]
+    unit = hidden / np.linalg.norm(hidden, axis=-1, keepdims=True)
+    report: dict[str, object] = {
+        "checkpoint": str(args.checkpoint), "envs": args.envs, "steps": args.steps, "seed": args.seed,
+        "target_mean": float(y.mean()), "target_std": float(y.std()),
+        "head_value_mean": float(data["head"].mean()), "head_value_std": float(data["head"].std()),
+        "ev/head": explained_variance(y.reshape(-1), data["head"].reshape(-1)),
+        # How alike the states are to the head: the spread between states against the shared vector.
+        "hidden_norm": float(np.linalg.norm(hidden, axis=-1).mean()),
+        "hidden_spread_over_norm": float(np.linalg.norm(hidden - hidden.mean((0, 1)), axis=-1).mean()
+                                         / np.linalg.norm(hidden, axis=-1).mean()),
+    }  # fmt: skip
+    for name, x in (("hidden", hidden), ("unit", unit), ("game", data["game"])):
+        report[f"ev/ridge/{name}"], report[f"alpha/ridge/{name}"] = held_out_ev(x, y, args.folds)
+    print(json.dumps(report, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
