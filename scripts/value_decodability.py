@@ -13,10 +13,16 @@ at the end). It then reports the explained variance (1 - Var(target - prediction
 - ``ridge/game``: a ridge regression on a few decoded game quantities (ball and paddle positions, the ball's
   offset from the paddle now and where it will land, lives), a reference for what the state itself tells.
 
-Ridge fits are scored on envs they were not fitted on (folds of whole envs, the penalty chosen inside the training
-envs), so a number above zero is a prediction, not a memory of the states.
+- ``adam/<input>``: a fresh :class:`ValueHead` of each ``value_input`` trained by Adam at the run's learning rate
+  on 64-state minibatches, as many steps as PPO gives its head in a run of ``--updates`` updates (``update_epochs``
+  x ``max_minibatches`` each): what the head reaches when the state is all that changes (the targets held fixed,
+  no value clip). A ``standardized`` head first observes the training states.
 
-    python scripts/value_decodability.py runs/RUN/checkpoints/step_N [--envs 8] [--steps 192] [--seed 500]
+Every fit is scored on envs it was not fitted on (folds of whole envs; the ridge penalty chosen inside the training
+envs), so a number above zero is a prediction, not a memory of the states. ``--save`` keeps the recorded arrays
+(npz) and ``--load`` reads them instead of playing.
+
+    python scripts/value_decodability.py runs/RUN/checkpoints/step_N [--envs 16] [--steps 128] [--seed 500]
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.acting import act, strategy_for
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.train import initial_actor_critic
+from llm_gym.agents.ppo_lora.value_head import INPUTS, ValueHead
 from llm_gym.config import from_dict
 from llm_gym.envs.atari.breakout import landing_x
 from llm_gym.envs.protocol import EnvTraits
@@ -140,6 +147,38 @@ def held_out_ev(x: np.ndarray, y: np.ndarray, folds: int) -> tuple[float, list[f
     return explained_variance(y.reshape(-1), predictions.reshape(-1)), chosen
 
 
+def adam_fit(x: np.ndarray, y: np.ndarray, folds: int, input_mode: str, steps: int, lr: float) -> float:
+    """Held-out explained variance of a fresh ``input_mode`` head after ``steps`` Adam steps of 64 states, pooled
+    over ``folds`` folds of whole envs (as :func:`held_out_ev`)."""
+    envs = np.arange(y.shape[1])
+    predictions = np.zeros_like(y)
+    for test in np.array_split(envs, folds):
+        train = np.setdiff1d(envs, test)
+        states = torch.tensor(x[:, train].reshape(-1, x.shape[2]), dtype=torch.float32)
+        targets = torch.tensor(y[:, train].reshape(-1), dtype=torch.float32)
+        torch.manual_seed(0)
+        head = ValueHead(x.shape[2], input_mode=input_mode)
+        # The run's start: weights ~ N(0, 1/H), bias 0 (the standardised head zeroes its weights, as a run does).
+        torch.nn.init.normal_(head.weight, std=x.shape[2] ** -0.5)
+        torch.nn.init.zeros_(head.bias)
+        if input_mode == "standardized":
+            torch.nn.init.zeros_(head.weight)
+            with torch.no_grad(), head.observing():
+                head(states)
+            head.fold_observed()
+        optimizer = torch.optim.Adam(head.parameters(), lr=lr)
+        draws = torch.Generator().manual_seed(0)
+        for _ in range(steps):
+            index = torch.randint(0, len(states), (64,), generator=draws)
+            optimizer.zero_grad()
+            (0.5 * (head(states[index]).squeeze(-1) - targets[index]).pow(2).mean()).backward()
+            optimizer.step()
+        with torch.no_grad():
+            held = torch.tensor(x[:, test].reshape(-1, x.shape[2]), dtype=torch.float32)
+            predictions[:, test] = head(held).squeeze(-1).numpy().reshape(y.shape[0], len(test))
+    return explained_variance(y.reshape(-1), predictions.reshape(-1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoint", type=Path)
@@ -147,13 +186,19 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=192)
     parser.add_argument("--seed", type=int, default=500)
     parser.add_argument("--folds", type=int, default=4)
+    parser.add_argument("--updates", type=int, default=16, help="PPO updates whose head steps adam/* gets")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--save", type=Path, help="keep the recorded arrays here (npz)")
+    parser.add_argument("--load", type=Path, help="read recorded arrays (npz) instead of playing")
     args = parser.parse_args()
-    data = play(args.checkpoint, args.envs, args.steps, args.seed)
+    record = json.loads((args.checkpoint.parent.parent / "config.json").read_text())["config"]
+    data = dict(np.load(args.load)) if args.load else play(args.checkpoint, args.envs, args.steps, args.seed)
+    if args.save:
+        np.savez_compressed(args.save, **data)
     y, hidden = data["target"], data["hidden"]
     unit = hidden / np.linalg.norm(hidden, axis=-1, keepdims=True)
     report: dict[str, object] = {
-        "checkpoint": str(args.checkpoint), "envs": args.envs, "steps": args.steps, "seed": args.seed,
+        "checkpoint": str(args.checkpoint), "envs": y.shape[1], "steps": y.shape[0], "seed": args.seed,
         "target_mean": float(y.mean()), "target_std": float(y.std()),
         "head_value_mean": float(data["head"].mean()), "head_value_std": float(data["head"].std()),
         "ev/head": explained_variance(y.reshape(-1), data["head"].reshape(-1)),
@@ -164,6 +209,10 @@ def main() -> None:
     }  # fmt: skip
     for name, x in (("hidden", hidden), ("unit", unit), ("game", data["game"])):
         report[f"ev/ridge/{name}"], report[f"alpha/ridge/{name}"] = held_out_ev(x, y, args.folds)
+    steps = args.updates * record["update_epochs"] * record["max_minibatches"]
+    report["adam_steps"], report["adam_learning_rate"] = steps, record["learning_rate"]
+    for mode in INPUTS:
+        report[f"ev/adam/{mode}"] = adam_fit(hidden, y, args.folds, mode, steps, record["learning_rate"])
     print(json.dumps(report, indent=1))
     if args.json:
         args.json.write_text(json.dumps(report, indent=1) + "\n")
