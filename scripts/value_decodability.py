@@ -14,8 +14,8 @@ at the end). It then reports the explained variance (1 - Var(target - prediction
   offset from the paddle now and where it will land, lives), a reference for what the state itself tells.
 
 - ``adam/<input>``: a fresh :class:`ValueHead` of each ``value_input`` trained by Adam at the run's learning rate
-  on 64-state minibatches, as many steps as PPO gives its head in a run of ``--updates`` updates (``update_epochs``
-  x ``max_minibatches`` each): what the head reaches when the state is all that changes (the targets held fixed,
+  with as many steps, of the same size, as PPO gives its head in a run of ``--updates`` updates (``update_epochs``
+  x at most ``max_minibatches`` each): what the head reaches when the state is all that changes (the targets held fixed,
   no value clip). A ``standardized`` head first observes the training states.
 
 Every fit is scored on envs it was not fitted on (folds of whole envs; the ridge penalty chosen inside the training
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -147,9 +148,11 @@ def held_out_ev(x: np.ndarray, y: np.ndarray, folds: int) -> tuple[float, list[f
     return explained_variance(y.reshape(-1), predictions.reshape(-1)), chosen
 
 
-def adam_fit(x: np.ndarray, y: np.ndarray, folds: int, input_mode: str, steps: int, lr: float) -> float:
-    """Held-out explained variance of a fresh ``input_mode`` head after ``steps`` Adam steps of 64 states, pooled
-    over ``folds`` folds of whole envs (as :func:`held_out_ev`)."""
+def adam_fit(
+    x: np.ndarray, y: np.ndarray, folds: int, input_mode: str, steps: int, lr: float, batch: int = 64
+) -> float:
+    """Held-out explained variance of a fresh ``input_mode`` head after ``steps`` Adam steps of ``batch`` states,
+    pooled over ``folds`` folds of whole envs (as :func:`held_out_ev`)."""
     envs = np.arange(y.shape[1])
     predictions = np.zeros_like(y)
     for test in np.array_split(envs, folds):
@@ -169,7 +172,7 @@ def adam_fit(x: np.ndarray, y: np.ndarray, folds: int, input_mode: str, steps: i
         optimizer = torch.optim.Adam(head.parameters(), lr=lr)
         draws = torch.Generator().manual_seed(0)
         for _ in range(steps):
-            index = torch.randint(0, len(states), (64,), generator=draws)
+            index = torch.randint(0, len(states), (batch,), generator=draws)
             optimizer.zero_grad()
             (0.5 * (head(states[index]).squeeze(-1) - targets[index]).pow(2).mean()).backward()
             optimizer.step()
@@ -179,7 +182,7 @@ def adam_fit(x: np.ndarray, y: np.ndarray, folds: int, input_mode: str, steps: i
     return explained_variance(y.reshape(-1), predictions.reshape(-1))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoint", type=Path)
     parser.add_argument("--envs", type=int, default=8)
@@ -190,7 +193,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--save", type=Path, help="keep the recorded arrays here (npz)")
     parser.add_argument("--load", type=Path, help="read recorded arrays (npz) instead of playing")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     record = json.loads((args.checkpoint.parent.parent / "config.json").read_text())["config"]
     data = dict(np.load(args.load)) if args.load else play(args.checkpoint, args.envs, args.steps, args.seed)
     if args.save:
@@ -209,10 +212,13 @@ def main() -> None:
     }  # fmt: skip
     for name, x in (("hidden", hidden), ("unit", unit), ("game", data["game"])):
         report[f"ev/ridge/{name}"], report[f"alpha/ridge/{name}"] = held_out_ev(x, y, args.folds)
-    steps = args.updates * record["update_epochs"] * record["max_minibatches"]
-    report["adam_steps"], report["adam_learning_rate"] = steps, record["learning_rate"]
+    # PPO's optimizer steps per epoch and their size (agents/ppo_lora/update.py).
+    samples = record["num_envs"] * record["num_steps"]
+    per_epoch = max(1, min(record["max_minibatches"], math.ceil(samples / record["minibatch_size"])))
+    steps, batch = args.updates * record["update_epochs"] * per_epoch, math.ceil(samples / per_epoch)
+    report["adam_steps"], report["adam_batch"], report["adam_learning_rate"] = steps, batch, record["learning_rate"]
     for mode in INPUTS:
-        report[f"ev/adam/{mode}"] = adam_fit(hidden, y, args.folds, mode, steps, record["learning_rate"])
+        report[f"ev/adam/{mode}"] = adam_fit(hidden, y, args.folds, mode, steps, record["learning_rate"], batch)
     print(json.dumps(report, indent=1))
     if args.json:
         args.json.write_text(json.dumps(report, indent=1) + "\n")
