@@ -44,6 +44,7 @@ from llm_gym.config import from_dict
 from llm_gym.envs.atari.breakout import landing_x
 from llm_gym.envs.protocol import EnvTraits
 from llm_gym.rl import compute_gae
+from llm_gym.rl import explained_variance as rl_explained_variance
 from llm_gym.training import training_env
 
 ALPHAS = (0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0)
@@ -106,7 +107,10 @@ def play(checkpoint: Path, envs: int, steps: int, seed: int) -> dict[str, np.nda
 
 
 def explained_variance(target: np.ndarray, prediction: np.ndarray) -> float:
-    return float(1.0 - np.var(target - prediction) / max(np.var(target), 1e-12))
+    """Training's own ``losses/explained_variance`` (llm_gym.rl), on arrays."""
+    return rl_explained_variance(
+        torch.as_tensor(prediction, dtype=torch.float64), torch.as_tensor(target, dtype=torch.float64)
+    )
 
 
 def ridge(x: np.ndarray, y: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
