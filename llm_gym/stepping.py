@@ -117,6 +117,16 @@ class Transition:
     episode's earlier turns with ``history=K``, a task's own rules)."""
 
 
+@dataclass
+class SpreadReport:
+    """What :meth:`EnvStepper.spread` played."""
+
+    steps: list[int]
+    """Random steps each env played."""
+    episodes_ended: int = 0
+    """Episodes that ended during them (restarted, not reported)."""
+
+
 class EnvStepper:
     """Steps a vector env from :func:`make_vector_env` for a policy.
 
@@ -204,6 +214,34 @@ class EnvStepper:
         if ended.any():
             self._reset(np.asarray(ended, dtype=bool))
         return result
+
+    def spread(self, max_steps: int, rng: np.random.Generator) -> SpreadReport:
+        """Spread the envs over their games before training's first rollout: env ``i`` plays a uniform draw of
+        0..``max_steps`` steps of uniformly random legal actions (from its info's ``legal_actions``), the others
+        sitting the steps out. Why: a stepper resets every env at once, so without this a first rollout holds
+        nothing but game openings, and on Breakout that teaches the first update the opening's lesson only
+        (``docs/ppo_lora_breakout.md``, "a run's first rollout is all game openings"). Episodes that end meanwhile
+        restart as usual and are not reported; no task sampler may be attached (random play would feed it)."""
+        if self.sampler is not None:
+            raise ValueError("a task sampler is attached, and random play would report to it")
+        if max_steps < 0:
+            raise ValueError(f"max_steps must be >= 0, got {max_steps}")
+        n = len(self)
+        remaining = rng.integers(max_steps + 1, size=n)
+        report = SpreadReport(steps=remaining.tolist())
+        text = isinstance(self.envs.single_action_space, gym.spaces.Text)
+        while remaining.any():
+            actions: list[Any] = [IDLE_TEXT if text else IDLE_ACTION] * n
+            for i in np.flatnonzero(remaining):
+                info = self.infos[i]
+                if not info.get("legal_actions"):
+                    raise ValueError("the env lists no legal actions in its info (legal_actions), so none can be drawn")
+                j = int(rng.integers(len(info["legal_actions"])))
+                actions[i] = str(info["action_names"][j]) if text else int(info["legal_actions"][j])
+            result = self.step(actions)
+            report.episodes_ended += int((result.terminated | result.truncated)[remaining > 0].sum())
+            remaining = np.maximum(remaining - 1, 0)
+        return report
 
     # -- exact resume ------------------------------------------------------------------------------------------
 

@@ -88,3 +88,54 @@ def test_a_restored_stepper_continues_exactly(kind: str) -> None:
     else:  # async envs live in other processes: no snapshots, so new episodes of the same tasks, numbered on
         assert not exact and state["snapshots"] is None and got[0][2] == ()
         assert second.episode_index == [None, None] or min(i for i in second.episode_index if i is not None) >= 2
+
+
+# -- start spread (ppo_lora's start_spread) -----------------------------------------------------------------------
+
+BREAKOUT = EnvConfig("LLMBreakout-text-v0")
+
+
+def _frames(stepper: EnvStepper) -> list[int]:
+    return [int(info["episode_frame_number"]) for info in stepper.infos]
+
+
+@pytest.mark.parametrize("text_actions", [False, True])
+def test_spread_plays_each_env_its_drawn_number_of_random_legal_steps(text_actions: bool) -> None:
+    stepper = EnvStepper(make_vector_env(BREAKOUT, 4, text_actions=text_actions), seed=5)
+    stepper.reset()
+    start = _frames(stepper)
+    report = stepper.spread(12, np.random.default_rng(0))
+    assert report.steps == np.random.default_rng(0).integers(13, size=4).tolist()  # the draws come first
+    assert report.episodes_ended == 0  # 12 steps of the raw game: no life is lost
+    # ALE's frameskip is 4: each env advanced exactly its own draw, the others sat the steps out
+    assert [f - s for f, s in zip(_frames(stepper), start, strict=True)] == [4 * k for k in report.steps]
+    spread_observations = list(stepper.observations)
+    stepper.close()
+    if not text_actions:  # the same draws as action names reach the same states
+        again = EnvStepper(make_vector_env(BREAKOUT, 4, text_actions=True), seed=5)
+        again.reset()
+        again.spread(12, np.random.default_rng(0))
+        assert again.observations == spread_observations
+        again.close()
+
+
+def test_spread_restarts_episodes_that_end_and_reports_none() -> None:
+    stepper = EnvStepper(make_vector_env(BREAKOUT, 2, max_episode_steps=3), seed=0)
+    stepper.reset()
+    report = stepper.spread(10, np.random.default_rng(1))
+    assert report.episodes_ended == sum(k // 3 for k in report.steps) > 0
+    assert stepper.next_episode == 2 + report.episodes_ended  # numbered on, as any restart is
+    stepper.close()
+
+
+def test_spread_refuses_a_task_sampler_and_envs_without_legal_actions() -> None:
+    sampled = EnvStepper(make_vector_env(PONG, 1), sampler=UniformTaskSampler(TaskRange.parse("0-3"), seed=4))
+    sampled.reset()
+    with pytest.raises(ValueError, match="task sampler"):
+        sampled.spread(4, np.random.default_rng(0))
+    sampled.close()
+    trace = EnvStepper(make_vector_env(EnvConfig("Trace-v0"), 1))
+    trace.reset()
+    with pytest.raises(ValueError, match="no legal actions"):
+        trace.spread(4, np.random.default_rng(2))  # draws >= 1 step for its one env
+    trace.close()

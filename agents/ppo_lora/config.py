@@ -28,6 +28,12 @@ class PPOLoRAConfig(LocalLMConfig):
     """Steps per env between updates (a rollout holds num_envs * num_steps decisions)."""
     max_episode_steps: int = training_only(0)
     """Cut a training episode after this many steps (bootstrapped as a time limit); 0: the env's own limit."""
+    start_spread: int = training_only(0)
+    """Before the first rollout, env i plays a uniform draw of 0..start_spread uniformly random legal actions (not
+    learnt from, not counted in total_steps), so that the envs stand at different points of their games. Without it
+    every env starts at a game's opening, and on Breakout the first update then learns the opening only
+    (docs/ppo_lora_breakout.md, "a run's first rollout is all game openings"). 0: no spread. Not with a curriculum
+    (random play would feed its statistics); ignored on --resume."""
     max_new_tokens: int = 16
     """generate mode: answer length budget."""
     action_prior: Literal["model", "calibrated"] = training_only("model")
@@ -197,7 +203,7 @@ class PPOLoRAConfig(LocalLMConfig):
             )
         if not 0 < self.rollout_memory_share < 1 or self.rollout_kv_cache_gib <= 0:
             raise ValueError("rollout_memory_share must be in (0, 1) and rollout_kv_cache_gib > 0")
-        for name in ("trainable_layers", "value_warmup_updates", "entropy_coef", "entropy_target",
+        for name in ("trainable_layers", "value_warmup_updates", "start_spread", "entropy_coef", "entropy_target",
                      "entropy_adapt_rate"):  # fmt: skip
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")

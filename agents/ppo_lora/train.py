@@ -42,7 +42,7 @@ from llm_gym.agents.ppo_lora.rollout import (
 from llm_gym.agents.ppo_lora.update import ppo_update, value_warmup_update
 from llm_gym.callbacks import Callback
 from llm_gym.envs.protocol import EnvTraits
-from llm_gym.errors import UnsupportedEnvError
+from llm_gym.errors import ConfigError, UnsupportedEnvError
 from llm_gym.lm.runtime import configure_threads
 from llm_gym.rl import (
     adaptive_entropy_coef,
@@ -115,6 +115,10 @@ def _warn_if_head_mode_differs(ac: ActorCritic, config: PPOLoRAConfig, start: Pa
         )
 
 
+SPREAD_SEED_KEY = 30_000
+"""start_spread's generator is seeded with (30,000, seed): apart from every other draw of the run."""
+
+
 def calibrate(ac: ActorCritic, env: EnvConfig, config: PPOLoRAConfig, run: Run) -> None:
     """``action_prior=calibrated`` on a run that starts without offsets: fit them on the starting policy and log the
     offsets, each action's mean probability before and after, and the seconds it took (``calibration/*`` at step 0)."""
@@ -148,6 +152,20 @@ def evaluate(
     )  # fmt: skip
 
 
+def spread_starts(stepper: EnvStepper, config: PPOLoRAConfig, env: EnvConfig, run: Run) -> None:
+    """``start_spread``: random legal play before the first rollout, from a generator of its own (so the run's
+    other draws stay those of a run without it); logged as ``spread/*`` at step 0."""
+    started = time.perf_counter()
+    try:
+        report = stepper.spread(config.start_spread, np.random.default_rng([SPREAD_SEED_KEY, config.seed]))
+    except ValueError as exc:
+        raise ConfigError(f"start_spread on {env.env_id}: {exc}; leave start_spread at 0 for it") from exc
+    run.log_scalars(0, {
+        "spread/env_steps": float(sum(report.steps)), "spread/max_env_steps": float(max(report.steps)),
+        "spread/episodes_ended": float(report.episodes_ended), "spread/seconds": time.perf_counter() - started,
+    })  # fmt: skip
+
+
 def evaluate_both(
     ac: ActorCritic, strategy: Strategy, env: EnvConfig, config: PPOLoRAConfig, run: Run, counters: Counters,
     renders: bool, sampler: TaskSampler | None = None,
@@ -177,6 +195,11 @@ def train(
     # -- setup -------------------------------------------------------------------------------------------------
     if config.rollout_backend == "vllm" and rollout_engine is None:
         require_vllm()  # one line now, not after the model has loaded
+    if config.start_spread and sampler is not None:
+        raise ConfigError(
+            "start_spread plays random actions before the first rollout, and those episodes would feed the "
+            "curriculum's task statistics; leave start_spread at 0 with a curriculum"
+        )
     env = training.training_env(env)  # Atari: FIRE on reset, a life loss ends the episode (docs/atari.md)
     configure_threads(config.threads)
     torch.manual_seed(config.starting_seed)  # the fresh LoRA and value head draw from it
@@ -209,6 +232,8 @@ def train(
         counters = Counters(kl_coef=config.kl_coef, entropy_coef=config.entropy_coef)
         next_done = torch.zeros(config.num_envs)
         stepper.reset()
+        if config.start_spread:
+            spread_starts(stepper, config, env, run)
     engine = rollout_engine
     if config.rollout_backend == "vllm":
         engine = engine or RolloutEngine.start(config)

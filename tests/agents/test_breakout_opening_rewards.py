@@ -15,10 +15,10 @@ spec.loader.exec_module(opening)  # type: ignore[union-attr]
 
 def test_each_window_counts_every_step_once(tmp_path: Path) -> None:
     out = tmp_path / "opening.json"
-    opening.main(["--games", "3", "--steps", "5", "--later", "20", "--json", str(out)])
+    opening.main(["--games", "3", "--steps", "5", "--later", "20", "--spread", "40", "--json", str(out)])
     report = json.loads(out.read_text())
     assert report["env"]["fire_on_reset"] and report["env"]["terminal_on_life_loss"]
-    for name in ("opening", "after_noops", "later"):
+    for name in ("opening", "after_noops", "after_random", "later"):
         assert sum(v["draws"] for v in report[name].values()) == 15
         assert set(report[name]) <= {"NOOP", "FIRE", "RIGHT", "LEFT"}
 
