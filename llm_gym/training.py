@@ -19,9 +19,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from llm_gym.agent import EnvConfig, Policy
 from llm_gym.callbacks import Callback, should_stop
 from llm_gym.envs.catalog import evaluation_overrides, training_defaults
+from llm_gym.errors import ConfigError
 from llm_gym.evaluation import run_episodes
 from llm_gym.runs import Run
 from llm_gym.stats import mean_ci95
+from llm_gym.stepping import EnvStepper
 from llm_gym.tasks import TaskSampler, UniformTaskSampler
 
 BEST = "best"
@@ -119,6 +121,27 @@ def evaluation_env(env: EnvConfig) -> EnvConfig:
     (Atari: whole games, so a greedy score compares with ``llm-gym play`` and the leaderboard)."""
     trained = training_env(env)
     return EnvConfig(env.env_id, {**trained.kwargs, **evaluation_overrides(env.env_id)})
+
+
+SPREAD_SEED_KEY = 30_000
+"""``start_spread``'s generator is seeded with (30,000, seed): apart from every other draw of a run."""
+
+
+def spread_starts(stepper: EnvStepper, max_steps: int, seed: int, env_id: str, run: Run) -> None:
+    """``start_spread`` (ppo_lora, nanogpt_ppo): random legal play before the first rollout
+    (:meth:`llm_gym.stepping.EnvStepper.spread`), from a generator of its own so a run's other draws stay those of a
+    run without it; logged as ``spread/*`` at step 0. An env or a setup it cannot take is a one-line config error."""
+    import numpy as np
+
+    started = time.perf_counter()
+    try:
+        report = stepper.spread(max_steps, np.random.default_rng([SPREAD_SEED_KEY, seed]))
+    except ValueError as exc:
+        raise ConfigError(f"start_spread on {env_id}: {exc}; leave start_spread at 0 for it") from exc
+    run.log_scalars(0, {
+        "spread/env_steps": float(sum(report.steps)), "spread/max_env_steps": float(max(report.steps)),
+        "spread/episodes_ended": float(report.episodes_ended), "spread/seconds": time.perf_counter() - started,
+    })  # fmt: skip
 
 
 def crossed(before: int, after: int, every: int) -> bool:

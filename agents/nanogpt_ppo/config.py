@@ -130,6 +130,10 @@ class NanoGPTPPOConfig(AgentConfig):
     """Steps per env between updates; a rollout holds num_envs * num_steps samples."""
     vector_env: Literal["sync", "async"] = training_only("sync")
     """`sync` steps the envs in this process; `async` gives each env its own process (pays off with spare cores)."""
+    start_spread: int = training_only(0)
+    """Before the first rollout, env i plays a uniform draw of 0..start_spread uniformly random legal actions (not
+    learnt from, not counted in total_steps), so that the envs stand at different points of their games rather than
+    all at an opening (docs/ppo_lora.md, start_spread). 0: no spread. Not with a curriculum; ignored on resume."""
     life_loss_terminal: bool | None = training_only(None)
     """Treat the loss of a life as the end of an episode for value bootstrapping (the env keeps playing)."""
     reward_clip: float | None = training_only(None)
@@ -206,7 +210,8 @@ class NanoGPTPPOConfig(AgentConfig):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be at least 1, got {value}")
-        for name in ("context", "grid_rows", "grid_cols", "eval_every", "eval_episodes", "checkpoint_every"):
+        for name in ("context", "grid_rows", "grid_cols", "eval_every", "eval_episodes", "checkpoint_every",
+                     "start_spread"):  # fmt: skip
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"{name} must be >= 0, got {value}")

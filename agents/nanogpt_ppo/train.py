@@ -41,6 +41,7 @@ from llm_gym.training import (
     play_evaluation,
     progress_bar,
     recent_train_mean,
+    spread_starts,
     training_env,
     training_started,
     update_done,
@@ -90,6 +91,8 @@ def train(
             loop = LoopState.fresh(lives(stepper.infos))
     else:
         stepper.reset()
+        if cfg.start_spread:
+            spread_starts(stepper, cfg.start_spread, cfg.seed, env.env_id, run)
         loop = LoopState.fresh(lives(stepper.infos))
     num_updates = cfg.num_updates
     training_started(callbacks, env.env_id, config, counters)

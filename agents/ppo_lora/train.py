@@ -115,10 +115,6 @@ def _warn_if_head_mode_differs(ac: ActorCritic, config: PPOLoRAConfig, start: Pa
         )
 
 
-SPREAD_SEED_KEY = 30_000
-"""start_spread's generator is seeded with (30,000, seed): apart from every other draw of the run."""
-
-
 def calibrate(ac: ActorCritic, env: EnvConfig, config: PPOLoRAConfig, run: Run) -> None:
     """``action_prior=calibrated`` on a run that starts without offsets: fit them on the starting policy and log the
     offsets, each action's mean probability before and after, and the seconds it took (``calibration/*`` at step 0)."""
@@ -150,20 +146,6 @@ def evaluate(
         policy, env, config.eval_episodes, seed, config.eval_max_steps, video, strategy.text_actions,
         training.evaluation_sampler(sampler, seed),
     )  # fmt: skip
-
-
-def spread_starts(stepper: EnvStepper, config: PPOLoRAConfig, env: EnvConfig, run: Run) -> None:
-    """``start_spread``: random legal play before the first rollout, from a generator of its own (so the run's
-    other draws stay those of a run without it); logged as ``spread/*`` at step 0."""
-    started = time.perf_counter()
-    try:
-        report = stepper.spread(config.start_spread, np.random.default_rng([SPREAD_SEED_KEY, config.seed]))
-    except ValueError as exc:
-        raise ConfigError(f"start_spread on {env.env_id}: {exc}; leave start_spread at 0 for it") from exc
-    run.log_scalars(0, {
-        "spread/env_steps": float(sum(report.steps)), "spread/max_env_steps": float(max(report.steps)),
-        "spread/episodes_ended": float(report.episodes_ended), "spread/seconds": time.perf_counter() - started,
-    })  # fmt: skip
 
 
 def evaluate_both(
@@ -233,7 +215,7 @@ def train(
         next_done = torch.zeros(config.num_envs)
         stepper.reset()
         if config.start_spread:
-            spread_starts(stepper, config, env, run)
+            training.spread_starts(stepper, config.start_spread, config.seed, env.env_id, run)
     engine = rollout_engine
     if config.rollout_backend == "vllm":
         engine = engine or RolloutEngine.start(config)

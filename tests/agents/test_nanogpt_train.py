@@ -274,3 +274,18 @@ def test_policy_is_greedy_by_default_and_epsilon_explores_legal_actions_only() -
     actions = explorer.act(observations, infos)
     assert set(actions) == {1, 3}
     assert actions == NanoGPTPolicy(policy.model, epsilon=1.0, seed=3).act(observations, infos)
+
+
+def test_start_spread_plays_its_drawn_random_steps_before_the_first_rollout(tmp_path: Path) -> None:
+    from llm_gym.curves import read_scalars
+    from llm_gym.training import SPREAD_SEED_KEY
+
+    config = NanoGPTPPOConfig(total_steps=64, eval_every=0, checkpoint_every=0, start_spread=30, seed=2, **TINY)
+    run = make_run(tmp_path, "LLMBreakout-ascii-v0", config)
+    summary = NanoGPTPPOAgent(config).train(EnvConfig("LLMBreakout-ascii-v0"), run, [])
+    run.close()
+    assert summary["env_steps"] == 64  # the spread's steps are not counted
+    drawn = np.random.default_rng([SPREAD_SEED_KEY, 2]).integers(31, size=TINY["num_envs"])
+    assert read_scalars(run.path)["spread/env_steps"][1][0] == drawn.sum() > 0
+    with pytest.raises(ValueError, match="start_spread must be >= 0"):
+        NanoGPTPPOConfig(start_spread=-1)
