@@ -55,10 +55,15 @@ for s in $SEEDS; do
   n=$(name "$s")
   tail -3 "$W/train-$n.log"
   last=$(newest "$W/$n")
-  [ -n "$last" ] || { echo "$n: no checkpoint"; continue; }
   rm -rf "$W/pol-$n"
+  [ -n "$last" ] || { echo "$n: no checkpoint"; continue; }
   $LLM copy-policy "$W/$n/checkpoints/$last" "$W/pol-$n" > /dev/null 2>&1 || echo "$n: copy-policy failed"
-  for p in 100 108 10000; do
+done
+# Seed set by seed set, so that with JOBS the set (100-107) is played for every run before the others.
+for p in 100 108 10000; do
+  for s in $SEEDS; do
+    n=$(name "$s")
+    [ -d "$W/pol-$n" ] || continue
     throttle
     timeout "$PLAY_S" $LLM play --checkpoint "$W/pol-$n" --env LLMBreakout-text-v0 --env-arg fire_on_reset=true \
       --max-steps "$CUT" --episodes "$GAMES" --num-envs 8 --seed "$p" --set threads=1 --json \
