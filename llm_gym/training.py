@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from llm_gym.agent import EnvConfig, Policy
@@ -131,8 +132,6 @@ def spread_starts(stepper: EnvStepper, max_steps: int, seed: int, env_id: str, r
     """``start_spread`` (ppo_lora, nanogpt_ppo): random legal play before the first rollout
     (:meth:`llm_gym.stepping.EnvStepper.spread`), from a generator of its own so a run's other draws stay those of a
     run without it; logged as ``spread/*`` at step 0. An env or a setup it cannot take is a one-line config error."""
-    import numpy as np
-
     started = time.perf_counter()
     try:
         report = stepper.spread(max_steps, np.random.default_rng([SPREAD_SEED_KEY, seed]))
