@@ -220,7 +220,7 @@ class EnvStepper:
         0..``max_steps`` steps of uniformly random legal actions (from its info's ``legal_actions``), the others
         sitting the steps out. Why: a stepper resets every env at once, so without this a first rollout holds
         nothing but game openings, and on Breakout that teaches the first update the opening's lesson only
-        (``docs/ppo_lora_breakout.md``, "a run's first rollout is all game openings"). Episodes that end meanwhile
+        (``docs/ppo_lora_breakout_critic.md``, "a run's first rollout is all game openings"). Episodes that end meanwhile
         restart as usual and are not reported; no task sampler may be attached (random play would feed it)."""
         if self.sampler is not None:
             raise ValueError("a task sampler is attached, and random play would report to it")

@@ -83,7 +83,7 @@ def probe(source: str, states: list[tuple[str, dict, int]], batch: int) -> dict:
         "top_action_towards_ball": round(float(top_towards.mean()), 3),
         **by_side,
         # The checkpoint's value head on the same states (none for zero-shot): where it sits against the returns
-        # matters, since a life lost has advantage -V (docs/ppo_lora_breakout.md, "A fresh value head's starting value").
+        # matters, since a life lost has advantage -V (docs/ppo_lora_breakout_critic.md, "A fresh value head's starting value").
         **(
             {"value_mean": round(float(np.mean(values)), 4), "value_std": round(float(np.std(values)), 4)}
             if values

@@ -4,7 +4,7 @@ A run builds its LoRA and value head right after ``torch.manual_seed(init_seed o
 same way for each seed (the run's own draws: the same code, the same order) and scores one fixed set of states,
 the zero-shot policy's first rollout on ``--env`` (seed 0). It prints, per seed, the head's mean value and its
 spread over the states, and the hidden state the head reads: its norm, its largest channel and the spread between
-states (docs/ppo_lora_breakout.md, "A fresh value head's starting value").
+states (docs/ppo_lora_breakout_critic.md, "A fresh value head's starting value").
 
     python scripts/ppo_lora_start_values.py --seeds 0-9                          # the Breakout runs' setting
     python scripts/ppo_lora_start_values.py --seeds 0-9 --set value_input=unit

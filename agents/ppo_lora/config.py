@@ -32,7 +32,7 @@ class PPOLoRAConfig(LocalLMConfig):
     """Before the first rollout, env i plays a uniform draw of 0..start_spread uniformly random legal actions (not
     learnt from, not counted in total_steps), so that the envs stand at different points of their games. Without it
     every env starts at a game's opening, and on Breakout the first update then learns the opening only
-    (docs/ppo_lora_breakout.md, "a run's first rollout is all game openings"). 0: no spread. Not with a curriculum
+    (docs/ppo_lora_breakout_critic.md, "a run's first rollout is all game openings"). 0: no spread. Not with a curriculum
     (random play would feed its statistics); ignored on --resume."""
     max_new_tokens: int = 16
     """generate mode: answer length budget."""
@@ -40,7 +40,7 @@ class PPOLoRAConfig(LocalLMConfig):
     """score mode: model: the policy is the LM's likelihood of each action name, its prior over the names included;
     calibrated: before the first rollout, fit one log-probability offset per action name so the starting policy
     picks each action equally often on average over calibration_states states of random play (the offsets are kept
-    in the checkpoint and used wherever it acts; docs/ppo_lora_breakout.md, "Calibrating the prior over action names"). A
+    in the checkpoint and used wherever it acts; docs/ppo_lora_breakout_calibrated.md, "Calibrating the prior over action names"). A
     run warm-started from a checkpoint with offsets keeps those."""
     calibration_states: int = training_only(256)
     """action_prior=calibrated: states the offsets are fitted on (random legal play in envs seeded apart from
@@ -64,7 +64,7 @@ class PPOLoRAConfig(LocalLMConfig):
     """The starting policy's random draws: the fresh LoRA's A matrices, the value head and, with
     action_prior=calibrated, the calibration states. None: seed, which sets everything else (the envs' seeds, the
     sampled actions, the minibatch order). Two runs that swap init_seed and seed tell which of the two decides a
-    result (docs/ppo_lora_breakout.md, "Which seed decides")."""
+    result (docs/ppo_lora_breakout_critic.md, "Which seed decides")."""
     init_adapter: str = training_only("")
     """Start from this checkpoint (an sft or ppo_lora checkpoint directory, or a run directory: its newest one):
     its adapter/ and, where present, value_head.pt, instead of a fresh LoRA (whose shape then comes from the
@@ -126,7 +126,7 @@ class PPOLoRAConfig(LocalLMConfig):
     at most value_clip_coef per update: while it is below zero, losing a ball looks good. ``unit`` starts every seed
     near zero but still reads states that differ by about 1.5%, so it stays one value for all of them;
     ``standardized`` starts at zero and reads what tells the states apart (agents/ppo_lora/value_head.py,
-    docs/ppo_lora_breakout.md). A head loaded from a checkpoint (resume, init_adapter) keeps the input it was
+    docs/ppo_lora_breakout_critic.md). A head loaded from a checkpoint (resume, init_adapter) keeps the input it was
     trained on; a warm start whose head differs from this setting warns."""
     value_warmup_updates: int = training_only(0)
     """The first N updates fit the value head alone to the rollout's returns (unclipped squared error); the LoRA
@@ -147,7 +147,7 @@ class PPOLoRAConfig(LocalLMConfig):
     entropy_target: float = training_only(0.0)
     """An entropy floor in nats (0 = off): after each update the entropy bonus's coefficient grows while the policy's
     mean entropy on the rollout is below this and falls back towards entropy_coef above it, so the sampled policy
-    keeps exploring. It does not keep the greedy action from being the same in every state (docs/ppo_lora_breakout.md,
+    keeps exploring. It does not keep the greedy action from being the same in every state (docs/ppo_lora_breakout_no_demos.md,
     "An entropy floor": on Breakout it rescued one seed and not another)."""
     entropy_adapt_rate: float = training_only(1.0)
     """entropy_target: the coefficient moves by at most a factor e ** rate per update (at an entropy of 0 or of
