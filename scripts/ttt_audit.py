@@ -9,7 +9,7 @@ of the solver that wrote the demos.
 
 ``--failed-out FILE`` appends the solver's demo lines of every suboptimal position to FILE, under each system text
 the demos file holds for that board (the texts differ in the opponent's description only), so a further SFT round
-can weight the positions the checkpoint still gets wrong (docs/sft.md shows the loop).
+can weight the positions the checkpoint still gets wrong (docs/sft_tic_tac_toe.md shows the loop).
 
     python scripts/ttt_audit.py runs/RUN/checkpoints/step_N [--opponent mcts] [--demos tree.jsonl] [--failed-out F]
 """

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Focused SFT rounds on tic-tac-toe (docs/sft.md): each round audits the current checkpoint on every solver
+# Focused SFT rounds on tic-tac-toe (docs/sft_tic_tac_toe.md): each round audits the current checkpoint on every solver
 # position (scripts/ttt_audit.py, MCTS system text), then trains one epoch, starting from that checkpoint's
 # adapter, on every position under the MCTS text once plus the positions it still plays suboptimally (under every
 # system text) REPEAT more times. Ends with an audit of the last round's checkpoint.
 #
 #   scripts/ttt_focus_rounds.sh START_CHECKPOINT TREE.jsonl OUT_DIR ROUNDS [REPEAT=3] [-- EXTRA TRAIN ARGS]
 #
-# TREE.jsonl is `llm-gym demos --agent solver --all-replies` under both opponents' texts (docs/sft.md). Round k
+# TREE.jsonl is `llm-gym demos --agent solver --all-replies` under both opponents' texts (docs/sft_tic_tac_toe.md). Round k
 # writes OUT_DIR/round_k/{audit.json,failed.jsonl,demos.jsonl} and trains OUT_DIR/round_k/run (seed k).
 # Killed at any point and run again with the same arguments, it goes on where it stopped: a finished audit is kept,
 # a finished run (its summary.json) is skipped, an unfinished one resumes from its last checkpoint.

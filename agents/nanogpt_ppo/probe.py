@@ -1,6 +1,6 @@
 """What a Breakout network sees: linear probes of its features for the ball, the paddle and their offset.
 
-A run that never learns to track the ball (docs/nanogpt_ppo.md: about one seed in five) may lack the feature or
+A run that never learns to track the ball (docs/nanogpt_breakout.md: about one seed in five) may lack the feature or
 have it and not act on it; this tells the two apart. Every network is shown the same observations: Breakout ASCII
 grids of games played by a fixed behaviour (the ball tracker, half of its steps replaced by a uniformly random
 action, so the paddle is found at every offset from the ball), FIRE on reset, seeds of their own. For each network
