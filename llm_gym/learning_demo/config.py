@@ -44,7 +44,7 @@ class LearningDemoConfig:
     learning_rate: float = 1e-3
     """sft's peak learning rate."""
     batch_size: int = 16
-    """Demonstrations per gradient step (sft's default; every measured run in docs/learning_demo.md used it except the
+    """Demonstrations per gradient step (sft's default; every measured run in docs/learning_demo_runs.md used it except the
     rows that say otherwise)."""
     choice_loss_coef: float = 0.0
     """sft's choice loss beside the answer loss: the cross-entropy of the greedy decision itself (score mode's
