@@ -181,10 +181,13 @@ def _ppo(config: PPOLoRAConfig, entropy_coef: float, *terms: torch.Tensor) -> PP
 
 def choice_logprobs(out: PackedOutput, batch: PackedBatch, rows: int) -> torch.Tensor:
     """(rows, choices) the policy's log-probabilities over each row's choices: a softmax of their log-likelihoods,
-    each offset by the batch's per-action bias where it has one (``action_prior=calibrated``)."""
+    each offset by the batch's per-action bias where it has one (``action_prior=calibrated``) and by the pass's
+    action-head offsets where it has them (``action_head=standardized``)."""
     seq = out.seq_logprobs
     if batch.seq_bias is not None:
         seq = seq + batch.seq_bias.to(seq.device, seq.dtype)
+    if out.seq_offset is not None:  # action_head=standardized: the state-dependent offsets of this pass
+        seq = seq + out.seq_offset.to(seq.device, seq.dtype)
     return categorical_logprobs(seq, batch.seq_row, rows)
 
 

@@ -128,6 +128,14 @@ class PPOLoRAConfig(LocalLMConfig):
     ``standardized`` starts at zero and reads what tells the states apart (agents/ppo_lora/value_head.py,
     docs/ppo_lora_breakout_critic.md). A head loaded from a checkpoint (resume, init_adapter) keeps the input it was
     trained on; a warm start whose head differs from this setting warns."""
+    action_head: Literal["none", "standardized"] = training_only("none")
+    """``standardized``: a learnt offset per action name from the standardised hidden state that a
+    ``value_input=standardized`` head reads, added to each action's log-likelihood in score mode (a linear policy head
+    beside the LoRA, detached from it, starting at zero). On Breakout that state tells the ball's side of the paddle
+    in 99-100% of held-out states while the policy, moving through the LoRA alone, learns to follow it in some seeds
+    only (agents/ppo_lora/action_head.py, docs/ppo_lora_breakout_critic.md). Its names are those legal at the first
+    reset; saved with every checkpoint (``action_head.pt``) and used by play and bench. Score mode and
+    rollout_backend=hf only. A checkpoint's head (resume, init_adapter) is kept whatever this says."""
     value_warmup_updates: int = training_only(0)
     """The first N updates fit the value head alone to the rollout's returns (unclipped squared error); the LoRA
     weights, so the policy, and the KL coefficient stay as they are. For a warm start whose value head predicts
@@ -200,6 +208,12 @@ class PPOLoRAConfig(LocalLMConfig):
             raise ValueError(
                 "action_prior=calibrated offsets the scored action names: it needs action_mode=score (generate mode "
                 "samples free text, which has no per-action prior to offset)"
+            )
+        if self.action_head != "none" and (self.action_mode != "score" or self.rollout_backend != "hf"):
+            raise ValueError(
+                "action_head offsets the scored action names from the model's hidden state: it needs "
+                "action_mode=score and rollout_backend=hf (generate mode has no per-action choice, and the vLLM "
+                "engine returns no hidden states); use action_head=none there"
             )
         if not 0 < self.rollout_memory_share < 1 or self.rollout_kv_cache_gib <= 0:
             raise ValueError("rollout_memory_share must be in (0, 1) and rollout_kv_cache_gib > 0")

@@ -4,7 +4,8 @@ checkpoint as a standalone model directory.
 ``--merge`` folds the adapter into the base weights and writes a model that ``AutoModelForCausalLM.from_pretrained``
 loads with no peft installed; without it the adapter is copied as is (``PeftModel.from_pretrained`` loads it).
 A run with ``action_prior=calibrated`` acts with a per-action offset the weights do not hold: ``action_bias.json``
-is copied beside them.
+is copied beside them, and so is a run's action head (``action_head=standardized``: ``action_head.pt``, a linear layer
+on the standardised last hidden state, which plain transformers does not apply).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Annotated, Literal
 
 import typer
 
+from llm_gym.agents.ppo_lora.action_head import ACTION_HEAD_FILE
 from llm_gym.agents.ppo_lora.calibration import ACTION_BIAS_FILE
 from llm_gym.cli.common import cli_errors, console
 from llm_gym.errors import CheckpointError, ConfigError
@@ -64,8 +66,9 @@ def export(
         else:
             shutil.copytree(adapter, tmp)
         # The weights cannot hold a calibrated run's per-action offsets: they travel beside them.
-        if (source / ACTION_BIAS_FILE).is_file():
-            shutil.copy2(source / ACTION_BIAS_FILE, tmp / ACTION_BIAS_FILE)
+        for extra in (ACTION_BIAS_FILE, ACTION_HEAD_FILE):
+            if (source / extra).is_file():
+                shutil.copy2(source / extra, tmp / extra)
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp.rename(out)
     finally:
@@ -76,6 +79,12 @@ def export(
         console.print(
             f"the run calibrated its prior over action names: add the offsets in {out / ACTION_BIAS_FILE} to each "
             "action name's log-likelihood before the softmax to act as it does"
+        )
+    if (out / ACTION_HEAD_FILE).is_file():
+        console.print(
+            f"the run trained an action head: the weights alone do not act as it does; add the offsets of "
+            f"{out / ACTION_HEAD_FILE} (agents/ppo_lora/action_head.py) to each action name's log-likelihood, or play "
+            "the checkpoint itself with llm-gym play --checkpoint"
         )
 
 

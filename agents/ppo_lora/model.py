@@ -9,13 +9,15 @@ and above it for the reference (never changes).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Literal
 
 import torch
 from torch import nn
 
+from llm_gym.agents.ppo_lora.action_head import ActionHead, load_action_head, save_action_head
 from llm_gym.agents.ppo_lora.calibration import save_action_bias
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.tokens import check_tokenizer_record, write_tokenizer_record
@@ -77,6 +79,7 @@ class ActorCritic:
         self.pad_id = self.tokenizer.pad_token_id
         self.use_instructions(instructions)
         self.set_action_bias({})
+        self.set_action_head(None)  # action_head=standardized: set_action_head / load_action_head
         if adapter is not None:
             check_tokenizer_record(Path(adapter), self.tokenizer, self.builder.answer_end_ids)
 
@@ -109,7 +112,10 @@ class ActorCritic:
     # -- parameters --------------------------------------------------------------------------------------------
 
     def trainable_parameters(self) -> list[nn.Parameter]:
-        return [p for p in self.model.parameters() if p.requires_grad] + list(self.value_head.parameters())
+        heads = list(self.value_head.parameters())
+        if self.action_head is not None:
+            heads += list(self.action_head.parameters())
+        return [p for p in self.model.parameters() if p.requires_grad] + heads
 
     def refresh(self) -> None:
         """Recompute the prefix caches that depend on the adapter (after every optimiser step phase)."""
@@ -158,7 +164,34 @@ class ActorCritic:
         if self._bias_of_tokens:  # keyed by the scored tokens: the stored decisions of an update carry no names
             bias = [self._bias_of_tokens.get(tuple(c), 0.0) for row in continuations for c in row]
             batch.seq_bias = torch.tensor(bias, dtype=torch.float32)
+        if self.action_head is not None:
+            index = [self._head_index_of_tokens.get(tuple(c), -1) for row in continuations for c in row]
+            batch.seq_name = torch.tensor(index, dtype=torch.long)
         return batch
+
+    def set_action_head(self, head: ActionHead | None) -> None:
+        """Use ``head`` (``action_head=standardized``) in every rollout and training pass from now on; None: none.
+        Call before the optimizer is built: its parameters are among :meth:`trainable_parameters`."""
+        self.action_head = None if head is None else head.to(self.device)
+        names = head.names if head is not None else ()
+        self._head_index_of_tokens = {tuple(self.choices([name])[0]): i for i, name in enumerate(names)}
+
+    @contextmanager
+    def observing(self) -> Iterator[None]:
+        """Collect the states a rollout reads, for the standardised heads' statistics (:meth:`fold_observed`)."""
+        with self.value_head.observing(), self.action_head.observing() if self.action_head else nullcontext():
+            yield
+
+    def fold_observed(self) -> None:
+        """Move the standardised heads' statistics to the last rollout's states; every value and offset stays."""
+        self.value_head.fold_observed()
+        if self.action_head is not None:
+            self.action_head.fold_observed()
+
+    def load_action_head(self, directory: Path) -> None:
+        """The checkpoint's action head where it has one (its own names and statistics); else none."""
+        hidden_size = self.value_head.in_features
+        self.set_action_head(load_action_head(directory, hidden_size, self.device))
 
     def bottom(self, batch: PackedBatch) -> torch.Tensor:
         """Hidden states entering the first trainable layer (no gradients: those layers are frozen)."""
@@ -177,10 +210,17 @@ class ActorCritic:
         if which == "rollout":
             with torch.no_grad():
                 out = self.split.top(hidden, batch, self.rollout_prefix)
-                return out, self.value(out)
+                return self._with_action_head(out, batch), self.value(out)
         prefix = self.split.top_prefix(self.bottom_prefix)
         out = self.split.top(hidden, batch, prefix)
-        return out, self.value(out)
+        return self._with_action_head(out, batch), self.value(out)
+
+    def _with_action_head(self, out: PackedOutput, batch: PackedBatch) -> PackedOutput:
+        """``out`` with the action head's offsets per continuation (the reference pass has none: it is the base
+        model's policy)."""
+        if self.action_head is not None and batch.seq_name is not None:
+            out.seq_offset = self.action_head.seq_offsets(out.last_hidden, batch.seq_row, batch.seq_name)
+        return out
 
     def value(self, out: PackedOutput) -> torch.Tensor:
         return self.value_head(out.last_hidden.float()).squeeze(-1)
@@ -194,6 +234,7 @@ class ActorCritic:
         write_tokenizer_record(directory / ADAPTER_DIR, self.tokenizer, self.builder.answer_end_ids)
         torch.save(self.value_head.state_dict(), directory / VALUE_HEAD_FILE)
         save_action_bias(directory, self.action_bias)
+        save_action_head(directory, self.action_head)
 
     def load_value_head(self, directory: Path) -> None:
         """The value head saved beside a checkpoint's adapter, onto this model's device (a checkpoint made on a GPU

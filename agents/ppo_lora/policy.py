@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from llm_gym.agent import EnvConfig
+from llm_gym.agents.ppo_lora.action_head import load_action_head
 from llm_gym.agents.ppo_lora.calibration import load_action_bias
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import VALUE_HEAD_FILE
@@ -36,7 +37,7 @@ def checkpoint_policy(config: PPOLoRAConfig, env: EnvConfig, checkpoint: Path | 
     check_quantize(config.quantize, device=device, dtype=config.dtype)  # before the load: fail in no time
     dtype = "float32" if config.quantize == "int8" else config.dtype
     model, tokenizer = load_causal_lm(config.model, dtype=dtype, device=device)
-    value_head, action_bias = None, {}
+    value_head, action_head, action_bias = None, None, {}
     if checkpoint is not None:
         from peft import PeftModel
 
@@ -49,9 +50,12 @@ def checkpoint_policy(config: PPOLoRAConfig, env: EnvConfig, checkpoint: Path | 
             model = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
         model.eval()
         value_head = load_value_head(Path(checkpoint), model.config.hidden_size, device)
+        action_head = load_action_head(Path(checkpoint), model.config.hidden_size, device)  # action_head=standardized
         action_bias = load_action_bias(Path(checkpoint))  # the run's calibrated prior over action names, if any
     model = quantize_model(model, config.quantize)  # after the merge: int8 of the trained weights
-    backend = HFBackend.from_model(model, tokenizer, score_with_end=config.score_with_end, value_head=value_head)
+    backend = HFBackend.from_model(
+        model, tokenizer, score_with_end=config.score_with_end, value_head=value_head, choice_head=action_head
+    )
     return LMPolicy(
         backend, env, mode=config.action_mode, greedy=True, max_new_tokens=config.max_new_tokens, seed=config.seed,
         history=played_history(env.kwargs, checkpoint), action_bias=action_bias,

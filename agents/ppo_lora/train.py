@@ -20,6 +20,7 @@ import torch
 from llm_gym import training
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.acting import LivePolicy, Strategy, strategy_for
+from llm_gym.agents.ppo_lora.action_head import ActionHead
 from llm_gym.agents.ppo_lora.calibration import (
     CALIBRATION_SEED_OFFSET,
     calibration_rows,
@@ -41,7 +42,7 @@ from llm_gym.agents.ppo_lora.rollout import (
 )
 from llm_gym.agents.ppo_lora.update import ppo_update, value_warmup_update
 from llm_gym.callbacks import Callback
-from llm_gym.envs.protocol import EnvTraits
+from llm_gym.envs.protocol import EnvTraits, legal_choices
 from llm_gym.errors import ConfigError, UnsupportedEnvError
 from llm_gym.lm.runtime import configure_threads
 from llm_gym.rl import (
@@ -90,6 +91,7 @@ def initial_actor_critic(config: PPOLoRAConfig, instructions: str, resume: Path 
     if resume:
         ac = ActorCritic(config, instructions, adapter=resume / ADAPTER_DIR)
         ac.set_action_bias(load_action_bias(resume))
+        ac.load_action_head(resume)
         return ac
     if not config.init_adapter:
         return ActorCritic(config, instructions)
@@ -99,7 +101,18 @@ def initial_actor_critic(config: PPOLoRAConfig, instructions: str, resume: Path 
         ac.load_value_head(start)
         _warn_if_head_mode_differs(ac, config, start)
     ac.set_action_bias(load_action_bias(start))
+    ac.load_action_head(start)
     return ac
+
+
+def starting_action_names(env: EnvConfig, seed: int) -> list[str]:
+    """The action names legal at the first reset of ``env`` (seeded as the run's first env): an action head's table."""
+    game = env.make()
+    try:
+        _, info = game.reset(seed=seed)
+        return legal_choices(info, env.env_id)[1]
+    finally:
+        game.close()
 
 
 def _warn_if_head_mode_differs(ac: ActorCritic, config: PPOLoRAConfig, start: Path) -> None:
@@ -191,6 +204,8 @@ def train(
     ac = initial_actor_critic(config, traits.instructions, resume)
     if config.action_prior == "calibrated" and not resume and not ac.action_bias:
         calibrate(ac, env, config, run)
+    if config.action_head == "standardized" and not resume and ac.action_head is None:
+        ac.set_action_head(ActionHead(ac.value_head.in_features, starting_action_names(env, config.seed)))
     if config.init_seed is not None:  # what draws from torch's own generator from here on (LoRA dropout) follows seed
         torch.manual_seed(config.seed)
     params = ac.trainable_parameters()
@@ -244,12 +259,12 @@ def train(
         while counters.global_step < config.total_steps and not stopped:
             started = time.perf_counter()
             # -- rollout: one batched LM call per step for all envs ------------------------------------------
-            with ac.value_head.observing():  # value_input=standardized: the states its statistics follow
+            with ac.observing():  # the standardised heads (value_input, action_head): the states they follow
                 rollout = _collect(
                     ac, strategy, stepper, config, env, generator, next_done, with_reference, engine,
                     checkpoint_before_rollout,
                 )  # fmt: skip
-            ac.value_head.fold_observed()  # every value stays as the rollout computed it
+            ac.fold_observed()  # every value and offset stays as the rollout computed it
             next_done = rollout.last_done
             collect_seconds = time.perf_counter() - started
             # -- advantages --------------------------------------------------------------------------------

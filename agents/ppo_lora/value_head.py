@@ -44,14 +44,14 @@ MIN_STD = 1e-4
 """Floor of a channel's standard deviation: a channel that never changes is not blown up."""
 
 
-class ValueHead(nn.Linear):
-    """``Linear(hidden_size, 1)`` on the hidden state as it is, divided by its L2 norm, or standardised per channel
-    with the statistics of the states the rollouts visited."""
+class FeatureHead(nn.Linear):
+    """``Linear(hidden_size, outputs)`` on the hidden state as it is, divided by its L2 norm, or standardised per
+    channel with the statistics of the states the rollouts visited. ``option`` names the setting in errors."""
 
-    def __init__(self, hidden_size: int, input_mode: str = "hidden") -> None:
+    def __init__(self, hidden_size: int, outputs: int, input_mode: str = "hidden", option: str = "value_input") -> None:
         if input_mode not in INPUTS:
-            raise ValueError(f"value_input must be one of {', '.join(INPUTS)}, got {input_mode!r}")
-        super().__init__(hidden_size, 1)
+            raise ValueError(f"{option} must be one of {', '.join(INPUTS)}, got {input_mode!r}")
+        super().__init__(hidden_size, outputs)
         self.input_mode = input_mode
         self.register_buffer("input_mean", torch.zeros(hidden_size))
         self.register_buffer("input_std", torch.ones(hidden_size))
@@ -89,7 +89,7 @@ class ValueHead(nn.Linear):
 
     def fold_observed(self) -> None:
         """Move the standardisation to the last :meth:`observing` block's states (set by the first block, then
-        an exponential average) and re-express the weights and bias so that every value stays the same."""
+        an exponential average) and re-express the weights and bias so that every output stays the same."""
         pending, self._pending = self._pending, None
         if pending is None or float(pending[0]) < 2:
             return
@@ -130,6 +130,13 @@ class ValueHead(nn.Linear):
             rest[prefix + "input_std"] = torch.ones_like(self.input_std)
             rest[prefix + "input_folds"] = torch.zeros_like(self.input_folds)
         super()._load_from_state_dict(rest, prefix, *args, **kwargs)
+
+
+class ValueHead(FeatureHead):
+    """The critic: one value per state (``Linear(hidden_size, 1)``)."""
+
+    def __init__(self, hidden_size: int, input_mode: str = "hidden") -> None:
+        super().__init__(hidden_size, 1, input_mode)
 
 
 def load_value_head_file(path: Path, hidden_size: int, device: str | torch.device) -> ValueHead:

@@ -75,6 +75,9 @@ class PackedOutput:
     """(B, H) hidden state of each row's last prompt token (after the final norm)."""
     predictor_entropy: torch.Tensor
     """(U,) entropy of the full next-token distribution at each predicting position."""
+    seq_offset: torch.Tensor | None = None
+    """(S,) a state-dependent offset to each continuation's log-likelihood that a policy computed from this pass
+    (an action head on ``last_hidden``); None: none. Added where the policy's choices are scored."""
 
 
 def additive_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

@@ -49,6 +49,9 @@ class PackedBatch:
     seq_bias: torch.Tensor | None = None
     """(S,) a fixed offset added to each continuation's log-likelihood before the softmax over its row's choices
     (a policy's per-action prior correction, set by whoever packs for it); None: no offset."""
+    seq_name: torch.Tensor | None = None
+    """(S,) long: each continuation's index in a policy's own table of action names (-1: not in it), for a
+    state-dependent offset computed from the forward pass (set by whoever packs for it); None: no table."""
 
     @property
     def prefix_length(self) -> int:

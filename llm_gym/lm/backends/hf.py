@@ -60,6 +60,10 @@ class HFBackend:
     value_head: torch.nn.Module | None = None
     """A trained value head over the final hidden state of a prompt's last token (a ppo_lora / sft checkpoint's),
     or None; with one, :meth:`score_with_values` also returns each prompt's value estimate."""
+    choice_head: Any = None
+    """A trained head that offsets each choice's log-likelihood from the same hidden state (a ppo_lora checkpoint's
+    action head: ``offsets(last_hidden, choices) -> one tensor of offsets per row``), or None. With one, every score
+    this backend returns is the policy's offset likelihood, not the model's alone."""
 
     @classmethod
     def from_model(
@@ -70,6 +74,7 @@ class HFBackend:
         batch_size: int = 32,
         score_with_end: bool = True,
         value_head: torch.nn.Module | None = None,
+        choice_head: Any = None,
         compute: Callable[[], AbstractContextManager[Any]] | None = None,
     ) -> HFBackend:
         """Wrap an already loaded model (e.g. a trained one), with its value head if it has one. Its weights must
@@ -78,6 +83,7 @@ class HFBackend:
         backend = cls.__new__(cls)
         backend._setup(model, tokenizer, batch_size, score_with_end)
         backend.value_head = value_head
+        backend.choice_head = choice_head
         backend._compute = compute or nullcontext
         return backend
 
@@ -155,9 +161,15 @@ class HFBackend:
                     for i, value in zip(chunk, head(out.last_hidden.float()).squeeze(-1).tolist(), strict=True):
                         estimates[i] = float(value)
             values = out.seq_logprobs.double().cpu().numpy()
+            offsets = None
+            if self.choice_head is not None:
+                with torch.inference_mode():
+                    offsets = self.choice_head.offsets(out.last_hidden, [requests[i].choices for i in chunk])
             start = 0
-            for i, row_choices in zip(chunk, choices, strict=True):
+            for k, (i, row_choices) in enumerate(zip(chunk, choices, strict=True)):
                 results[i] = values[start : start + len(row_choices)]
+                if offsets is not None:
+                    results[i] = results[i] + offsets[k].numpy()
                 start += len(row_choices)
         return results, estimates
 
