@@ -12,6 +12,10 @@ at the end). It then reports the explained variance (1 - Var(target - prediction
   length (what ``value_input=hidden`` / ``unit`` read): what the best linear head on that input could reach;
 - ``ridge/game``: a ridge regression on a few decoded game quantities (ball and paddle positions, the ball's
   offset from the paddle now and where it will land, lives), a reference for what the state itself tells.
+- ``side``: what a policy needs first: whether a linear read of the same hidden state (standardised) tells which
+  side of the paddle the ball is on (a ridge classifier on +-1 targets, over the states with the ball in play more
+  than 8 px from the paddle's centre, the tracker's dead band), as accuracy on held-out envs beside the majority
+  side's share. That is what ``action_head=standardized`` reads.
 
 - ``adam/<input>``: a fresh :class:`ValueHead` of each ``value_input`` trained by Adam at the run's learning rate
   with as many steps, of the same size, as PPO gives its head in a run of ``--updates`` updates (``update_epochs``
@@ -152,6 +156,36 @@ def held_out_ev(x: np.ndarray, y: np.ndarray, folds: int) -> tuple[float, list[f
     return explained_variance(y.reshape(-1), predictions.reshape(-1)), chosen
 
 
+SIDE_DEADBAND = 8
+"""Pixels from the paddle's centre within which the ``scripted`` tracker stands still: no side to tell."""
+
+
+def held_out_side_accuracy(hidden: np.ndarray, game: np.ndarray, folds: int) -> dict[str, float]:
+    """Held-out accuracy of a ridge classifier telling the ball's side of the paddle from ``hidden`` (steps, envs,
+    H), over folds of whole envs (each fold's penalty chosen by accuracy on folds of its training envs); with the
+    majority side's share of the same states and their count."""
+    side = game[..., 6]  # the ball's signed offset from the paddle's centre (game_features)
+    usable = (game[..., 0] > 0) & (np.abs(side) > SIDE_DEADBAND)
+    target = np.where(side > 0, 1.0, -1.0)
+    envs = np.arange(hidden.shape[1])
+
+    def accuracy(fit_on: np.ndarray, check: np.ndarray, alpha: float) -> tuple[int, int]:
+        mask_fit, mask_check = usable[:, fit_on], usable[:, check]
+        fit = ridge(hidden[:, fit_on][mask_fit], target[:, fit_on][mask_fit], alpha)
+        right = np.sign(predict(fit, hidden[:, check][mask_check])) == target[:, check][mask_check]
+        return int(right.sum()), int(mask_check.sum())
+
+    right = total = 0
+    for test in np.array_split(envs, folds):
+        train = np.setdiff1d(envs, test)
+        inner = np.array_split(train, max(2, min(folds - 1, len(train))))
+        scores = [sum(accuracy(np.setdiff1d(train, c), c, a)[0] for c in inner) for a in ALPHAS]
+        got, n = accuracy(train, test, ALPHAS[int(np.argmax(scores))])
+        right, total = right + got, total + n
+    share = float((target[usable] > 0).mean()) if usable.any() else float("nan")
+    return {"side/accuracy": right / max(total, 1), "side/majority": max(share, 1 - share), "side/states": total}
+
+
 def adam_fit(
     x: np.ndarray, y: np.ndarray, folds: int, input_mode: str, steps: int, lr: float, batch: int = 64
 ) -> float:
@@ -216,6 +250,7 @@ def main(argv: list[str] | None = None) -> None:
     }  # fmt: skip
     for name, x in (("hidden", hidden), ("unit", unit), ("game", data["game"])):
         report[f"ev/ridge/{name}"], report[f"alpha/ridge/{name}"] = held_out_ev(x, y, args.folds)
+    report |= held_out_side_accuracy(hidden, data["game"], args.folds)
     # PPO's optimizer steps per epoch and their size (agents/ppo_lora/update.py).
     samples = record["num_envs"] * record["num_steps"]
     per_epoch = max(1, min(record["max_minibatches"], math.ceil(samples / record["minibatch_size"])))

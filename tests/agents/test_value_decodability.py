@@ -28,6 +28,20 @@ def test_the_held_out_fit_finds_a_linear_target_and_nothing_in_noise() -> None:
     assert decodability.adam_fit(x, linear, 4, "standardized", steps=400, lr=0.05) > 0.9
 
 
+def test_the_side_read_finds_a_side_the_state_carries_and_not_one_it_does_not() -> None:
+    draws = np.random.default_rng(1)
+    hidden = draws.normal(size=(40, 8, 6))
+    game = np.zeros((40, 8, 11))
+    game[..., 0] = 1.0  # the ball in play everywhere
+    game[..., 6] = 30.0 * np.sign(hidden[..., 2] - 0.5 * hidden[..., 4])  # the side is a linear read of the state
+    game[5, :, 0] = 0.0  # a row with the ball out of play, and states inside the dead band: not counted
+    game[6, :, 6] = 3.0
+    read = decodability.held_out_side_accuracy(hidden, game, folds=4)
+    assert read["side/accuracy"] > 0.95 and read["side/states"] == 38 * 8
+    game[..., 6] = 30.0 * np.sign(draws.normal(size=(40, 8)))  # a side the state says nothing about
+    assert decodability.held_out_side_accuracy(hidden, game, folds=4)["side/accuracy"] < 0.65
+
+
 def test_a_checkpoint_report_and_its_saved_arrays(tmp_path: Path) -> None:
     run = train_tiny_breakout_run(tmp_path)
     checkpoint = max((run / "checkpoints").glob("step_*"), key=lambda p: int(p.name.split("_")[1]))
@@ -39,6 +53,7 @@ def test_a_checkpoint_report_and_its_saved_arrays(tmp_path: Path) -> None:
     assert arrays["game"].shape == (6, 4, 11)
     names = [f"ev/ridge/{n}" for n in ("hidden", "unit", "game")] + [f"ev/adam/{n}" for n in decodability.INPUTS]
     assert all(math.isfinite(report[name]) for name in ["ev/head", *names])
+    assert report["side/states"] >= 0 and "side/accuracy" in report
     config = json.loads((run / "config.json").read_text())["config"]
     assert report["adam_steps"] == config["update_epochs"] and report["adam_batch"] == 8  # 2 envs x 4 steps: one step
     decodability.main([*args, "--load", str(tmp_path / "a.npz"), "--json", str(tmp_path / "b.json")])
