@@ -1,0 +1,143 @@
+"""How loudly do PPO's advantages say "move towards the ball"? The learning signal a Breakout run gets for tracking.
+
+Plays a ``ppo_lora`` checkpoint (sampled, as its rollouts are) on the env it trained on, with its own value head,
+and computes the advantages PPO would (GAE over the play, normalised over it as ``advantage_norm=rollout`` does)
+for the run's ``gae_lambda`` and for other values. For the LEFT / RIGHT decisions taken with the ball in play more
+than 8 px from the paddle's centre, it reports the mean advantage of the moves towards the ball and of those away
+from it (each with its standard error), the mean advantage of NOOP / FIRE in the same states, the immediate shaped
+reward of each group, and the share of the LEFT / RIGHT decisions' advantage variance that the direction explains
+(the squared correlation): the part of the policy gradient that could teach tracking, against everything else.
+
+    python scripts/breakout_advantage_by_side.py runs/RUN/checkpoints/step_N [--envs 16] [--steps 64] [--seed 500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from llm_gym.agent import EnvConfig
+from llm_gym.agents.ppo_lora.acting import act, strategy_for
+from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
+from llm_gym.agents.ppo_lora.train import initial_actor_critic
+from llm_gym.config import from_dict
+from llm_gym.envs.protocol import EnvTraits, legal_choices
+from llm_gym.lm.runtime import configure_threads
+from llm_gym.rl import compute_gae
+from llm_gym.training import training_env
+
+_spec = importlib.util.spec_from_file_location("value_decodability", Path(__file__).with_name("value_decodability.py"))
+decodability = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(decodability)  # type: ignore[union-attr]
+
+DEADBAND = decodability.SIDE_DEADBAND
+
+
+def play(checkpoint: Path, envs: int, steps: int, seed: int) -> dict[str, np.ndarray]:
+    """Sampled play of ``envs`` x ``steps`` decisions (one more to bootstrap): values, scaled rewards, episode ends,
+    the ball's signed offset from the paddle (0 when not in play) and the action names taken."""
+    record = json.loads((checkpoint.parent.parent / "config.json").read_text())
+    config = from_dict(PPOLoRAConfig, {**record["config"], "init_adapter": str(checkpoint), "threads": 1})
+    configure_threads(1)
+    env = training_env(EnvConfig(record["env_id"], record["env_kwargs"]))
+    ac = initial_actor_critic(config, EnvTraits.probe(env).instructions, None)
+    games = [env.make() for _ in range(envs)]
+    started = [g.reset(seed=seed + i) for i, g in enumerate(games)]
+    observations, infos = [s[0] for s in started], [s[1] for s in started]
+    generator = torch.Generator().manual_seed(seed)
+    values, rewards, ended, sides, names = [], [], [], [], []
+    for _ in range(steps + 1):
+        decided = act(ac, strategy_for(config), observations, infos, env.env_id, generator=generator, keep_hidden=False)
+        values.append(decided.values.numpy())
+        features = [
+            decodability.game_features(g.unwrapped.game, i["game_state"]) for g, i in zip(games, infos, strict=True)
+        ]
+        sides.append([f[6] if f[0] > 0 else 0.0 for f in features])
+        row_names, row_rewards, row_ended = [], [], []
+        for k, (g, action) in enumerate(zip(games, decided.actions, strict=True)):
+            ids, action_names = legal_choices(infos[k], env.env_id)
+            row_names.append(action_names[ids.index(int(action))])
+            observations[k], reward, terminated, truncated, infos[k] = g.step(action)
+            if terminated or truncated:
+                observations[k], infos[k] = g.reset()  # an episode per life: the same game goes on
+            row_rewards.append(reward * config.reward_scale)
+            row_ended.append(float(terminated or truncated))
+        names.append(row_names)
+        rewards.append(row_rewards)
+        ended.append(row_ended)
+    for g in games:
+        g.close()
+    return {"values": np.array(values), "rewards": np.array(rewards), "ended": np.array(ended),
+            "sides": np.array(sides), "names": np.array(names), "gamma": np.array(config.gamma),
+            "gae_lambda": np.array(config.gae_lambda)}  # fmt: skip
+
+
+def advantages(data: dict[str, np.ndarray], gae_lambda: float) -> np.ndarray:
+    """(steps, envs) GAE advantages with ``gae_lambda``, normalised over the whole play."""
+    ended = torch.tensor(data["ended"])  # (steps + 1, envs): whether step t ended an episode
+    follows_reset = torch.cat([torch.zeros(1, ended.shape[1], dtype=ended.dtype), ended[:-2]])
+    values = torch.tensor(data["values"])
+    advantage, _ = compute_gae(
+        torch.tensor(data["rewards"][:-1]), values[:-1], follows_reset, values[-1], ended[-2],
+        float(data["gamma"]), gae_lambda,
+    )  # fmt: skip
+    a = advantage.numpy()
+    return (a - a.mean()) / (a.std() + 1e-8)
+
+
+def by_direction(data: dict[str, np.ndarray], gae_lambda: float) -> dict[str, object]:
+    """Mean advantage (and reward) of moves towards / away from the ball and of NOOP / FIRE off-centre."""
+    adv = advantages(data, gae_lambda)
+    side, names, rewards = data["sides"][:-1], data["names"][:-1], data["rewards"][:-1]
+    left, right, off = names == "LEFT", names == "RIGHT", np.abs(side) > DEADBAND
+    towards = off & ((left & (side < 0)) | (right & (side > 0)))
+    away = off & ((left & (side > 0)) | (right & (side < 0)))
+    still = off & np.isin(names, ["NOOP", "FIRE"])
+    report: dict[str, object] = {}
+    for label, mask in (("towards", towards), ("away", away), ("noop_or_fire", still)):
+        a = adv[mask]
+        report[label] = {
+            "n": int(mask.sum()),
+            "advantage_mean": float(a.mean()) if a.size else float("nan"),
+            "advantage_se": float(a.std() / np.sqrt(a.size)) if a.size > 1 else float("nan"),
+            "reward_mean": float(rewards[mask].mean()) if a.size else float("nan"),
+        }
+    moved = towards | away
+    if towards.any() and away.any():
+        r = np.corrcoef(towards[moved].astype(float), adv[moved])[0, 1]
+        report["direction_share_of_variance"] = float(r**2)
+    return report
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkpoint", type=Path)
+    parser.add_argument("--envs", type=int, default=16)
+    parser.add_argument("--steps", type=int, default=64)
+    parser.add_argument("--seed", type=int, default=500)
+    parser.add_argument("--lambdas", default="run,0.8,0.5,0", help="GAE lambdas to report ('run': the run's own)")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--save", type=Path, help="keep the recorded arrays here (npz)")
+    parser.add_argument("--load", type=Path, help="read recorded arrays (npz) instead of playing")
+    args = parser.parse_args(argv)
+    data = dict(np.load(args.load)) if args.load else play(args.checkpoint, args.envs, args.steps, args.seed)
+    if args.save:
+        np.savez_compressed(args.save, **data)
+    report: dict[str, object] = {"checkpoint": str(args.checkpoint), "envs": int(data["values"].shape[1]),
+                                 "steps": int(data["values"].shape[0] - 1), "seed": args.seed,
+                                 "gamma": float(data["gamma"])}  # fmt: skip
+    for item in args.lambdas.split(","):
+        lam = float(data["gae_lambda"]) if item == "run" else float(item)
+        report[f"gae_lambda={lam:g}"] = by_direction(data, lam)
+    print(json.dumps(report, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
