@@ -8,7 +8,9 @@ paddle the ball is on in 99-100% of held-out states (docs/ppo_lora_breakout_crit
 through the LoRA and the action names' likelihoods, where a preference shared by every state (LEFT everywhere) is
 far easier to learn than one that follows the ball: runs at the 64-env recipe's learning rate end near the uniform
 policy, and greedy on one action in half the seeds. The head gives the policy gradient a direct, linear path from
-what tells states apart to the action preferences, beside the LoRA.
+what tells states apart to the action preferences, beside the LoRA. Measured there, it does not make the runs
+learn (seeds 0 and 7 fail with it): the advantages at gae_lambda=0.95 carry almost no tracking signal to train it
+on (scripts/breakout_advantage_by_side.py). It stays an option for runs whose advantages do.
 
 How: a :class:`~llm_gym.agents.ppo_lora.value_head.FeatureHead` with one output per action name, standardised
 input (statistics folded after every rollout with every offset kept), detached from the LoRA, starting at zero,

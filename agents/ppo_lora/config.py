@@ -135,7 +135,9 @@ class PPOLoRAConfig(LocalLMConfig):
     in 99-100% of held-out states while the policy, moving through the LoRA alone, learns to follow it in some seeds
     only (agents/ppo_lora/action_head.py, docs/ppo_lora_breakout_critic.md). Its names are those legal at the first
     reset; saved with every checkpoint (``action_head.pt``) and used by play and bench. Score mode and
-    rollout_backend=hf only. A checkpoint's head (resume, init_adapter) is kept whatever this says."""
+    rollout_backend=hf only. A checkpoint's head (resume, init_adapter) is kept whatever this says. Measured on
+    Breakout at the 64-env recipe: seeds 0 and 7 fail with it as without it (the advantages carry little tracking
+    signal at gae_lambda=0.95), so it is not a default."""
     value_warmup_updates: int = training_only(0)
     """The first N updates fit the value head alone to the rollout's returns (unclipped squared error); the LoRA
     weights, so the policy, and the KL coefficient stay as they are. For a warm start whose value head predicts
