@@ -36,3 +36,24 @@ def train(run_dir: Path, env: str | EnvConfig, config: PPOLoRAConfig) -> tuple[d
         return PPOLoRAAgent(config).train(env, run), run
     finally:
         run.close()
+
+
+def resume_as_if_killed(run_dir: Path, dest: Path, keep: str, env: str | EnvConfig, config: PPOLoRAConfig) -> dict:
+    """Copy ``run_dir`` to ``dest`` as if the run had been killed right after its checkpoint ``keep`` (the later
+    checkpoints and the summary removed), then ``--resume`` it to the end; returns the resumed run's summary."""
+    import shutil
+
+    env = env if isinstance(env, EnvConfig) else EnvConfig(env)
+    shutil.copytree(run_dir, dest)
+    step = int(keep.split("_")[1])
+    for later in (dest / "checkpoints").glob("step_*"):
+        if int(later.name.split("_")[1]) > step:
+            shutil.rmtree(later)
+    (dest / "summary.json").unlink()
+    run = Run.open(dest)
+    run.resumed_from = run.latest_checkpoint()
+    assert run.resumed_from is not None and run.resumed_from.name == keep
+    try:
+        return PPOLoRAAgent(config).train(env, run)
+    finally:
+        run.close()

@@ -5,7 +5,6 @@ same in training and in ``play``, resumes bit for bit, and is refused where it c
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,17 +13,15 @@ import torch
 from typer.testing import CliRunner
 
 from llm_gym.agent import EnvConfig
-from llm_gym.agents.ppo_lora import PPOLoRAAgent
 from llm_gym.agents.ppo_lora.acting import act, strategy_for
 from llm_gym.agents.ppo_lora.action_head import ACTION_HEAD_FILE, ActionHead, load_action_head, save_action_head
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.policy import checkpoint_policy
-from llm_gym.agents.ppo_lora.testing import tiny_config, train
+from llm_gym.agents.ppo_lora.testing import resume_as_if_killed, tiny_config, train
 from llm_gym.agents.ppo_lora.train import initial_actor_critic
 from llm_gym.cli import build_app
 from llm_gym.curves import read_scalars
 from llm_gym.envs.protocol import EnvTraits
-from llm_gym.runs import Run
 from llm_gym.training import training_env
 
 HIDDEN = 64
@@ -138,18 +135,7 @@ def test_play_acts_with_the_head_as_training_did(runs: tuple[Path, Path, PPOLoRA
 
 def test_a_killed_run_resumes_to_the_same_head(runs: tuple[Path, Path, PPOLoRAConfig], tmp_path: Path) -> None:
     head_run, _, config = runs
-    killed = tmp_path / "killed"
-    shutil.copytree(head_run, killed)
-    for later in ("step_32", "step_48"):
-        shutil.rmtree(killed / "checkpoints" / later)
-    (killed / "summary.json").unlink()
-    run = Run.open(killed)
-    run.resumed_from = run.latest_checkpoint()
-    assert run.resumed_from is not None and run.resumed_from.name == "step_16"
-    try:
-        resumed = PPOLoRAAgent(config).train(SHAPED, run)
-    finally:
-        run.close()
+    resumed = resume_as_if_killed(head_run, tmp_path / "killed", "step_16", SHAPED, config)
     final = torch.load(head_run / "checkpoints" / "step_48" / ACTION_HEAD_FILE, weights_only=True)
     again = torch.load(Path(resumed["checkpoint"]) / ACTION_HEAD_FILE, weights_only=True)
     assert again["names"] == final["names"]

@@ -4,7 +4,6 @@ does not spread again; a curriculum or an env without legal actions gets a one-l
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -12,10 +11,9 @@ import pytest
 import torch
 
 from llm_gym.agent import EnvConfig
-from llm_gym.agents.ppo_lora import PPOLoRAAgent
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import VALUE_HEAD_FILE
-from llm_gym.agents.ppo_lora.testing import tiny_config, train
+from llm_gym.agents.ppo_lora.testing import resume_as_if_killed, tiny_config, train
 from llm_gym.curves import read_scalars
 from llm_gym.errors import ConfigError
 from llm_gym.runs import Run
@@ -49,16 +47,7 @@ def test_a_spread_run_logs_its_draws_counts_only_learnt_steps_and_repeats(tmp_pa
     assert not torch.equal(_head(unspread), _head(summary))  # other states, other returns to fit
 
     # A resume continues from the checkpoint's env states: no second spread.
-    killed = tmp_path / "killed"
-    shutil.copytree(tmp_path / "a", killed)
-    shutil.rmtree(killed / "checkpoints" / "step_24")
-    (killed / "summary.json").unlink()
-    run = Run.open(killed)
-    run.resumed_from = run.latest_checkpoint()
-    try:
-        resumed = PPOLoRAAgent(config).train(SHAPED, run)
-    finally:
-        run.close()
+    resumed = resume_as_if_killed(tmp_path / "a", tmp_path / "killed", "step_12", SHAPED, config)
     assert torch.equal(_head(resumed), _head(summary))
 
 

@@ -6,20 +6,17 @@ Adam at PPO's learning rate fits a value that the spread carries, where the ``un
 from __future__ import annotations
 
 import io
-import shutil
 from pathlib import Path
 
 import pytest
 import torch
 
 from llm_gym.agent import EnvConfig
-from llm_gym.agents.ppo_lora import PPOLoRAAgent
 from llm_gym.agents.ppo_lora.model import VALUE_HEAD_FILE
-from llm_gym.agents.ppo_lora.testing import tiny_config, train
+from llm_gym.agents.ppo_lora.testing import resume_as_if_killed, tiny_config, train
 from llm_gym.agents.ppo_lora.value_head import ValueHead
 from llm_gym.curves import read_scalars
 from llm_gym.rl import explained_variance
-from llm_gym.runs import Run
 
 HIDDEN = 64
 SHAPED = EnvConfig("LLMBreakout-text-v0", {"reward_shaping": 10})  # a reward at most steps: the head has a target
@@ -146,18 +143,7 @@ def test_a_standardized_run_folds_each_rollout_and_resumes_with_its_statistics(t
 
     # The run as if killed after its first checkpoint: it resumes to the uninterrupted run's head, bit for bit
     # (Breakout: its env state is restored exactly, see test_ppo_lora_resume.py).
-    killed = tmp_path / "killed"
-    shutil.copytree(tmp_path / "whole", killed)
-    for later in ("step_32", "step_48"):
-        shutil.rmtree(killed / "checkpoints" / later)
-    (killed / "summary.json").unlink()
-    run = Run.open(killed)
-    run.resumed_from = run.latest_checkpoint()
-    assert run.resumed_from is not None and run.resumed_from.name == "step_16"
-    try:
-        resumed = PPOLoRAAgent(config).train(SHAPED, run)
-    finally:
-        run.close()
+    resumed = resume_as_if_killed(tmp_path / "whole", tmp_path / "killed", "step_16", SHAPED, config)
     again = torch.load(Path(resumed["checkpoint"]) / VALUE_HEAD_FILE, weights_only=True)
     assert final.keys() == again.keys()
     assert all(torch.equal(final[k], again[k]) for k in final)
