@@ -21,15 +21,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from llm_gym.agent import EnvConfig
-from llm_gym.agents.ppo_lora.acting import act, strategy_for
-from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
-from llm_gym.agents.ppo_lora.train import initial_actor_critic
-from llm_gym.config import from_dict
-from llm_gym.envs.protocol import EnvTraits, legal_choices
 from llm_gym.lm.runtime import configure_threads
 from llm_gym.rl import compute_gae
-from llm_gym.training import training_env
 
 _spec = importlib.util.spec_from_file_location("value_decodability", Path(__file__).with_name("value_decodability.py"))
 decodability = importlib.util.module_from_spec(_spec)
@@ -39,51 +32,24 @@ DEADBAND = decodability.SIDE_DEADBAND
 
 
 def play(checkpoint: Path, envs: int, steps: int, seed: int) -> dict[str, np.ndarray]:
-    """Sampled play of ``envs`` x ``steps`` decisions (one more to bootstrap): values, scaled rewards, episode ends,
-    the ball's signed offset from the paddle (0 when not in play) and the action names taken."""
-    record = json.loads((checkpoint.parent.parent / "config.json").read_text())
-    config = from_dict(PPOLoRAConfig, {**record["config"], "init_adapter": str(checkpoint), "threads": 1})
+    """Sampled play of ``envs`` x ``steps`` decisions (one more to bootstrap), recorded by value_decodability's
+    :func:`record` on one thread: values, scaled rewards, episode ends, the ball's signed offset from the paddle
+    (0 when not in play) and the action names taken."""
     configure_threads(1)
-    env = training_env(EnvConfig(record["env_id"], record["env_kwargs"]))
-    ac = initial_actor_critic(config, EnvTraits.probe(env).instructions, None)
-    games = [env.make() for _ in range(envs)]
-    started = [g.reset(seed=seed + i) for i, g in enumerate(games)]
-    observations, infos = [s[0] for s in started], [s[1] for s in started]
-    generator = torch.Generator().manual_seed(seed)
-    values, rewards, ended, sides, names = [], [], [], [], []
-    for _ in range(steps + 1):
-        decided = act(ac, strategy_for(config), observations, infos, env.env_id, generator=generator, keep_hidden=False)
-        values.append(decided.values.numpy())
-        features = [
-            decodability.game_features(g.unwrapped.game, i["game_state"]) for g, i in zip(games, infos, strict=True)
-        ]
-        sides.append([f[6] if f[0] > 0 else 0.0 for f in features])
-        row_names, row_rewards, row_ended = [], [], []
-        for k, (g, action) in enumerate(zip(games, decided.actions, strict=True)):
-            ids, action_names = legal_choices(infos[k], env.env_id)
-            row_names.append(action_names[ids.index(int(action))])
-            observations[k], reward, terminated, truncated, infos[k] = g.step(action)
-            if terminated or truncated:
-                observations[k], infos[k] = g.reset()  # an episode per life: the same game goes on
-            row_rewards.append(reward * config.reward_scale)
-            row_ended.append(float(terminated or truncated))
-        names.append(row_names)
-        rewards.append(row_rewards)
-        ended.append(row_ended)
-    for g in games:
-        g.close()
-    return {"values": np.array(values), "rewards": np.array(rewards), "ended": np.array(ended),
-            "sides": np.array(sides), "names": np.array(names), "gamma": np.array(config.gamma),
-            "gae_lambda": np.array(config.gae_lambda)}  # fmt: skip
+    config, data = decodability.record(checkpoint, envs, steps, seed)
+    game = data["game"]
+    sides = np.where(game[..., 0] > 0, game[..., 6], 0.0)
+    return {"values": data["values"], "rewards": data["rewards"], "ended": data["ended"], "sides": sides,
+            "names": data["names"], "gamma": np.array(config.gamma), "gae_lambda": np.array(config.gae_lambda)}  # fmt: skip
 
 
 def advantages(data: dict[str, np.ndarray], gae_lambda: float) -> np.ndarray:
     """(steps, envs) GAE advantages with ``gae_lambda``, normalised over the whole play."""
-    ended = torch.tensor(data["ended"])  # (steps + 1, envs): whether step t ended an episode
+    ended = torch.tensor(data["ended"], dtype=torch.float64)  # (steps + 1, envs): whether step t ended an episode
     follows_reset = torch.cat([torch.zeros(1, ended.shape[1], dtype=ended.dtype), ended[:-2]])
     values = torch.tensor(data["values"])
     advantage, _ = compute_gae(
-        torch.tensor(data["rewards"][:-1]), values[:-1], follows_reset, values[-1], ended[-2],
+        torch.tensor(data["rewards"][:-1], dtype=torch.float64), values[:-1], follows_reset, values[-1], ended[-2],
         float(data["gamma"]), gae_lambda,
     )  # fmt: skip
     a = advantage.numpy()

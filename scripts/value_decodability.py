@@ -46,7 +46,7 @@ from llm_gym.agents.ppo_lora.train import initial_actor_critic
 from llm_gym.agents.ppo_lora.value_head import INPUTS, ValueHead
 from llm_gym.config import from_dict
 from llm_gym.envs.atari.breakout import landing_x
-from llm_gym.envs.protocol import EnvTraits
+from llm_gym.envs.protocol import EnvTraits, legal_choices
 from llm_gym.rl import compute_gae
 from llm_gym.rl import explained_variance as rl_explained_variance
 from llm_gym.training import training_env
@@ -66,7 +66,10 @@ def game_features(game, state) -> list[float]:  # noqa: ANN001  (the env's game 
             land, abs(land), state.lives]  # fmt: skip
 
 
-def play(checkpoint: Path, envs: int, steps: int, seed: int) -> dict[str, np.ndarray]:
+def record(checkpoint: Path, envs: int, steps: int, seed: int) -> tuple[PPOLoRAConfig, dict[str, np.ndarray]]:
+    """Sampled play of ``envs`` x (``steps`` + 1) decisions of a checkpoint, as its rollouts are: per decision the
+    hidden state its value head reads, the head's value, the decoded game, the action's name, the reward (times
+    ``reward_scale``) and whether the step ended an episode (each (steps + 1, envs[, ...])); with the run's config."""
     record = json.loads((checkpoint.parent.parent / "config.json").read_text())
     config = from_dict(PPOLoRAConfig, {**record["config"], "init_adapter": str(checkpoint), "threads": 1})
     env = training_env(EnvConfig(record["env_id"], record["env_kwargs"]))
@@ -77,15 +80,17 @@ def play(checkpoint: Path, envs: int, steps: int, seed: int) -> dict[str, np.nda
     started = [g.reset(seed=seed + i) for i, g in enumerate(games)]
     observations, infos = [s[0] for s in started], [s[1] for s in started]
     generator = torch.Generator().manual_seed(seed)
-    hidden, values, rewards, dones, features = [], [], [], [], []
+    hidden, values, rewards, dones, features, names = [], [], [], [], [], []
     for _ in range(steps + 1):  # the last decision only bootstraps
         captured.clear()
         decided = act(ac, strategy_for(config), observations, infos, env.env_id, generator=generator, keep_hidden=False)
         hidden.append(captured[-1].numpy())
         values.append(decided.values.numpy())
         features.append([game_features(g.unwrapped.game, i["game_state"]) for g, i in zip(games, infos, strict=True)])
-        step_rewards, step_dones = [], []
+        step_rewards, step_dones, step_names = [], [], []
         for k, (g, action) in enumerate(zip(games, decided.actions, strict=True)):
+            ids, action_names = legal_choices(infos[k], env.env_id)
+            step_names.append(action_names[ids.index(int(action))])
             observations[k], reward, terminated, truncated, infos[k] = g.step(action)
             if terminated or truncated:
                 observations[k], infos[k] = g.reset()  # an episode per life: the same game goes on
@@ -93,20 +98,33 @@ def play(checkpoint: Path, envs: int, steps: int, seed: int) -> dict[str, np.nda
             step_dones.append(float(terminated or truncated))
         rewards.append(step_rewards)
         dones.append(step_dones)
+        names.append(step_names)
     for g in games:
         g.close()
+    return config, {
+        "hidden": np.array(hidden), "values": np.array(values), "game": np.array(features, dtype=np.float64),
+        "names": np.array(names), "rewards": np.array(rewards, dtype=np.float32),
+        "ended": np.array(dones, dtype=np.float32),
+    }  # fmt: skip
+
+
+def play(checkpoint: Path, envs: int, steps: int, seed: int) -> dict[str, np.ndarray]:
+    """:func:`record`, with PPO's value targets (GAE returns with the run's gamma and lambda, bootstrapped from the
+    head at the end)."""
+    config, data = record(checkpoint, envs, steps, seed)
     # compute_gae's convention: dones[t] says whether s_t followed a reset, so each step's flag moves one row down.
-    ended = torch.tensor(dones)  # (steps + 1, envs): whether step t ended an episode
+    ended = torch.tensor(data["ended"])  # (steps + 1, envs): whether step t ended an episode
     follows_reset = torch.cat([torch.zeros(1, envs), ended[:-2]])
+    values = data["values"]
     _, returns = compute_gae(
-        torch.tensor(rewards[:-1]), torch.tensor(np.array(values[:-1])), follows_reset,
+        torch.tensor(data["rewards"][:-1]), torch.tensor(values[:-1]), follows_reset,
         torch.tensor(values[-1]), ended[-2], config.gamma, config.gae_lambda,
     )  # fmt: skip
     return {
-        "hidden": np.array(hidden[:-1]),  # (steps, envs, H)
-        "head": np.array(values[:-1]),
+        "hidden": data["hidden"][:-1],  # (steps, envs, H)
+        "head": values[:-1],
         "target": returns.numpy(),
-        "game": np.array(features[:-1], dtype=np.float64),
+        "game": data["game"][:-1],
     }
 
 
