@@ -7,6 +7,7 @@ than 8 px from the paddle's centre, it reports the mean advantage of the moves t
 from it (each with its standard error), the mean advantage of NOOP / FIRE in the same states, the immediate shaped
 reward of each group, and the share of the LEFT / RIGHT decisions' advantage variance that the direction explains
 (the squared correlation): the part of the policy gradient that could teach tracking, against everything else.
+Each lambda is reported twice: with the run's critic, and with one constant value in its place.
 
     python scripts/breakout_advantage_by_side.py runs/RUN/checkpoints/step_N [--envs 16] [--steps 64] [--seed 500]
 """
@@ -80,6 +81,12 @@ def by_direction(data: dict[str, np.ndarray], gae_lambda: float) -> dict[str, ob
     return report
 
 
+def with_constant_critic(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The play with its critic replaced by one value (its mean over the play): advantages from it show what the
+    critic's differences between states add to, or take from, the direction's share."""
+    return {**data, "values": np.full_like(data["values"], data["values"].mean())}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoint", type=Path)
@@ -97,9 +104,11 @@ def main(argv: list[str] | None = None) -> None:
     report: dict[str, object] = {"checkpoint": str(args.checkpoint), "envs": int(data["values"].shape[1]),
                                  "steps": int(data["values"].shape[0] - 1), "seed": args.seed,
                                  "gamma": float(data["gamma"])}  # fmt: skip
+    flat = with_constant_critic(data)
     for item in args.lambdas.split(","):
         lam = float(data["gae_lambda"]) if item == "run" else float(item)
         report[f"gae_lambda={lam:g}"] = by_direction(data, lam)
+        report[f"gae_lambda={lam:g}, constant critic"] = by_direction(flat, lam)
     print(json.dumps(report, indent=1))
     if args.json:
         args.json.write_text(json.dumps(report, indent=1) + "\n")

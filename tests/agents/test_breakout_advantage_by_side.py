@@ -39,6 +39,15 @@ def test_it_finds_the_direction_the_rewards_favour_and_none_in_noise() -> None:
     assert by_side.by_direction(_data(0.2), 0.95)["direction_share_of_variance"] < strong["direction_share_of_variance"]
 
 
+def test_a_noisy_critic_drowns_the_direction_and_the_constant_critic_report_removes_it() -> None:
+    noisy = _data(0.2)
+    noisy["values"] = np.random.default_rng(1).normal(size=noisy["values"].shape)  # errors 5x the reward's effect
+    drowned = by_side.by_direction(noisy, gae_lambda=0.0)["direction_share_of_variance"]
+    flat = by_side.with_constant_critic(noisy)
+    assert np.ptp(flat["values"]) == 0.0
+    assert drowned < 0.1 < 0.5 < by_side.by_direction(flat, gae_lambda=0.0)["direction_share_of_variance"]
+
+
 def test_a_checkpoint_report_and_its_saved_arrays(tmp_path: Path) -> None:
     run = train_tiny_breakout_run(tmp_path)
     checkpoint = max((run / "checkpoints").glob("step_*"), key=lambda p: int(p.name.split("_")[1]))
@@ -48,6 +57,6 @@ def test_a_checkpoint_report_and_its_saved_arrays(tmp_path: Path) -> None:
     arrays = np.load(tmp_path / "a.npz")
     assert arrays["values"].shape == arrays["sides"].shape == arrays["names"].shape == (6, 3)
     assert set(np.unique(arrays["names"])) <= {"NOOP", "FIRE", "RIGHT", "LEFT"}
-    assert {"gae_lambda=0.95", "gae_lambda=0.5"} <= set(report)
+    assert {"gae_lambda=0.95", "gae_lambda=0.5", "gae_lambda=0.5, constant critic"} <= set(report)
     by_side.main([*args, "--load", str(tmp_path / "a.npz"), "--json", str(tmp_path / "b.json")])
     assert json.loads((tmp_path / "b.json").read_text()) == report
