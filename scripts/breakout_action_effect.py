@@ -121,15 +121,20 @@ def measure(
     return report
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--states", type=int, default=400)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--shaping", type=float, default=10.0)
     parser.add_argument("--gamma", type=float, default=0.99)
     parser.add_argument("--horizons", default="1,2,4,8,16,32")
-    args = parser.parse_args()
-    horizons = tuple(int(k) for k in args.horizons.split(","))
+    args = parser.parse_args(argv)
+    try:
+        horizons = tuple(int(k) for k in args.horizons.split(","))
+    except ValueError:
+        parser.error(f"--horizons takes whole numbers separated by commas, e.g. 1,2,4; got {args.horizons!r}")
+    if args.states < 2 or min(horizons) < 1:
+        parser.error("--states needs at least 2 (a variance over states) and every horizon at least 1 step")
     report = measure(args.states, args.seed, args.shaping, horizons, args.gamma)
     print(json.dumps(report, indent=1))
 

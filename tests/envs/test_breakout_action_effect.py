@@ -8,6 +8,7 @@ import importlib.util
 from pathlib import Path
 
 import gymnasium as gym
+import pytest
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "breakout_action_effect.py"
 spec = importlib.util.spec_from_file_location("breakout_action_effect", SCRIPT)
@@ -44,3 +45,11 @@ def test_a_branch_from_a_snapshot_replays_the_same_random_numbers() -> None:
     assert list(action_effect.branch_rewards(base, snapshot, [2] * 12)) == list(long)
     assert any(long)  # the shaping pays something on these steps
     env.close()
+
+
+def test_bad_arguments_get_one_line_that_says_what_to_give(capsys) -> None:  # noqa: ANN001  (pytest fixture)
+    for argv, says in ((["--horizons", "1,x"], "whole numbers"), (["--states", "1"], "at least 2")):
+        with pytest.raises(SystemExit) as stop:
+            action_effect.main(argv)
+        assert stop.value.code == 2
+        assert says in capsys.readouterr().err
