@@ -7,7 +7,11 @@ than 8 px from the paddle's centre, it reports the mean advantage of the moves t
 from it (each with its standard error), the mean advantage of NOOP / FIRE in the same states, the immediate shaped
 reward of each group, and the share of the LEFT / RIGHT decisions' advantage variance that the direction explains
 (the squared correlation): the part of the policy gradient that could teach tracking, against everything else.
-Each lambda is reported twice: with the run's critic, and with one constant value in its place.
+It also reports the decisions of the last ``END_WINDOW`` steps before an episode end (in training, a lost ball):
+their mean advantage and their share of the advantages' sum of squares. At a lost ball the shaping pays back the
+paddle's distance (docs/atari.md), and a critic below the returns adds its own error there, so these few decisions
+can carry much of the gradient whatever action they took.
+Each lambda is reported three times: with the run's critic, with its mean in its place, and with 0 in its place.
 
     python scripts/breakout_advantage_by_side.py runs/RUN/checkpoints/step_N [--envs 16] [--steps 64] [--seed 500]
 """
@@ -30,6 +34,9 @@ decodability = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(decodability)  # type: ignore[union-attr]
 
 DEADBAND = decodability.SIDE_DEADBAND
+END_WINDOW = 3
+"""Decisions counted as "before an episode end": the ending one and the two before it (about the reach of a
+0.5-lambda advantage, whose weights halve each step)."""
 
 
 def play(checkpoint: Path, envs: int, steps: int, seed: int) -> dict[str, np.ndarray]:
@@ -78,13 +85,31 @@ def by_direction(data: dict[str, np.ndarray], gae_lambda: float) -> dict[str, ob
     if towards.any() and away.any():
         r = np.corrcoef(towards[moved].astype(float), adv[moved])[0, 1]
         report["direction_share_of_variance"] = float(r**2)
+    report["before_an_end"] = before_an_end(adv, data["ended"][:-1])
     return report
 
 
-def with_constant_critic(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The play with its critic replaced by one value (its mean over the play): advantages from it show what the
-    critic's differences between states add to, or take from, the direction's share."""
-    return {**data, "values": np.full_like(data["values"], data["values"].mean())}
+def before_an_end(adv: np.ndarray, ended: np.ndarray) -> dict[str, float]:
+    """The decisions in the last ``END_WINDOW`` steps of an episode (``ended``: (steps, envs), 1 where a step ended
+    one): how many, their mean advantage, and their share of the advantages' sum of squares."""
+    near = np.zeros(ended.shape, dtype=bool)
+    for k in range(END_WINDOW):
+        near[: ended.shape[0] - k] |= ended[k:] > 0
+    a = adv[near]
+    return {
+        "n": int(near.sum()),
+        "share_of_decisions": float(near.mean()),
+        "advantage_mean": float(a.mean()) if a.size else float("nan"),
+        "share_of_sum_of_squares": float((a**2).sum() / max(float((adv**2).sum()), 1e-12)),
+    }
+
+
+def with_constant_critic(data: dict[str, np.ndarray], value: float | None = None) -> dict[str, np.ndarray]:
+    """The play with its critic replaced by one value (``value``, by default its mean over the play): advantages
+    from it show what the critic's differences between states add to, or take from, the direction's share. At 0
+    (where a ``value_input=standardized`` head starts) what is left at an episode's end is the rewards' own."""
+    constant = data["values"].mean() if value is None else value
+    return {**data, "values": np.full_like(data["values"], constant)}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -104,11 +129,12 @@ def main(argv: list[str] | None = None) -> None:
     report: dict[str, object] = {"checkpoint": str(args.checkpoint), "envs": int(data["values"].shape[1]),
                                  "steps": int(data["values"].shape[0] - 1), "seed": args.seed,
                                  "gamma": float(data["gamma"])}  # fmt: skip
-    flat = with_constant_critic(data)
+    flat, zero = with_constant_critic(data), with_constant_critic(data, 0.0)
     for item in args.lambdas.split(","):
         lam = float(data["gae_lambda"]) if item == "run" else float(item)
         report[f"gae_lambda={lam:g}"] = by_direction(data, lam)
         report[f"gae_lambda={lam:g}, constant critic"] = by_direction(flat, lam)
+        report[f"gae_lambda={lam:g}, critic at zero"] = by_direction(zero, lam)
     print(json.dumps(report, indent=1))
     if args.json:
         args.json.write_text(json.dumps(report, indent=1) + "\n")

@@ -48,6 +48,20 @@ def test_a_noisy_critic_drowns_the_direction_and_the_constant_critic_report_remo
     assert drowned < 0.1 < 0.5 < by_side.by_direction(flat, gae_lambda=0.0)["direction_share_of_variance"]
 
 
+def test_a_critic_below_the_returns_puts_the_gradient_on_the_decisions_before_a_lost_ball() -> None:
+    """Every 20th step of each env ends an episode; a critic at -3 makes each end's advantage about +3, the last
+    few decisions then carry most of the sum of squares, and with the critic at 0 they do not."""
+    data = _data(0.2)
+    data["ended"][19::20] = 1.0
+    low = {**data, "values": np.full_like(data["values"], -3.0)}
+    at_end = by_side.by_direction(low, gae_lambda=0.5)["before_an_end"]
+    assert at_end["n"] == 3 * 3 * 8 and abs(at_end["share_of_decisions"] - 72 / 480) < 1e-9
+    assert at_end["advantage_mean"] > 1.0 and at_end["share_of_sum_of_squares"] > 0.5
+    zero = by_side.by_direction(by_side.with_constant_critic(low, 0.0), gae_lambda=0.5)
+    assert zero["before_an_end"]["share_of_sum_of_squares"] < 0.3
+    assert zero["direction_share_of_variance"] > 0.5 > by_side.by_direction(low, 0.5)["direction_share_of_variance"]
+
+
 def test_a_checkpoint_report_and_its_saved_arrays(tmp_path: Path) -> None:
     run = train_tiny_breakout_run(tmp_path)
     checkpoint = max((run / "checkpoints").glob("step_*"), key=lambda p: int(p.name.split("_")[1]))
@@ -57,6 +71,12 @@ def test_a_checkpoint_report_and_its_saved_arrays(tmp_path: Path) -> None:
     arrays = np.load(tmp_path / "a.npz")
     assert arrays["values"].shape == arrays["sides"].shape == arrays["names"].shape == (6, 3)
     assert set(np.unique(arrays["names"])) <= {"NOOP", "FIRE", "RIGHT", "LEFT"}
-    assert {"gae_lambda=0.95", "gae_lambda=0.5", "gae_lambda=0.5, constant critic"} <= set(report)
+    assert {
+        "gae_lambda=0.95",
+        "gae_lambda=0.5",
+        "gae_lambda=0.5, constant critic",
+        "gae_lambda=0.5, critic at zero",
+    } <= set(report)
+    assert report["gae_lambda=0.5"]["before_an_end"]["n"] >= 0
     by_side.main([*args, "--load", str(tmp_path / "a.npz"), "--json", str(tmp_path / "b.json")])
     assert json.loads((tmp_path / "b.json").read_text()) == report
