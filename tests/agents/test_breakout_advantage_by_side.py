@@ -77,6 +77,7 @@ def test_a_checkpoint_report_and_its_saved_arrays(tmp_path: Path) -> None:
         "gae_lambda=0.5, constant critic",
         "gae_lambda=0.5, critic at zero",
     } <= set(report)
-    assert report["gae_lambda=0.5"]["before_an_end"]["n"] >= 0
+    end = report["gae_lambda=0.5"]["before_an_end"]  # of the 5 x 3 decisions, those in an episode's last 3 steps
+    assert end["n"] == round(end["share_of_decisions"] * 5 * 3) and 0.0 <= end["share_of_sum_of_squares"] <= 1.0
     by_side.main([*args, "--load", str(tmp_path / "a.npz"), "--json", str(tmp_path / "b.json")])
     assert json.loads((tmp_path / "b.json").read_text()) == report
