@@ -3,13 +3,14 @@
 When a recipe learns for some training seeds and not others, the usual remedy is to train several and keep the
 best. Keeping the best by the score that is then reported overstates it (the maximum of noisy estimates is biased
 upwards), so selection here has two disjoint sets of evaluation seeds: every candidate plays the same validation
-games, the one with the highest mean return is chosen, and the chosen one plays the test games, whose score is the
-one to report. ``test_all`` also plays every other candidate on the test games, which shows how much the choice
+games, the one with the highest mean return (or median, ``by="median"``) is chosen, and the chosen one plays the
+test games, whose score is the one to report. ``test_all`` also plays every other candidate on the test games, which shows how much the choice
 gained over a training seed picked blindly and how far the validation score of the winner overstated its test score.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,10 @@ from llm_gym.curves import expand_runs
 from llm_gym.errors import CheckpointError, ConfigError
 from llm_gym.runs import CONFIG_FILE, Run
 from llm_gym.stats import mean_ci95
+
+CRITERIA = ("mean", "median")
+"""How the validation games rank the candidates. The median is not moved by one outlying game: a Breakout game whose
+ball gets above the bricks can score 281 where the same policy's other games score 7-11."""
 
 LATEST = "latest"
 """``checkpoint_name`` for each run's newest checkpoint that verifies (what ``llm-gym play --checkpoint RUN`` plays)."""
@@ -70,8 +75,12 @@ class Evaluation:
     def ci95(self) -> float:
         return mean_ci95(self.returns)[1]
 
+    @property
+    def median(self) -> float:
+        return float(statistics.median(self.returns))
+
     def as_dict(self) -> dict[str, Any]:
-        return {"mean_return": self.mean, "ci95": self.ci95, "returns": self.returns}
+        return {"mean_return": self.mean, "ci95": self.ci95, "median_return": self.median, "returns": self.returns}
 
 
 @dataclass
@@ -85,6 +94,8 @@ class Selection:
     chosen: int
     test_results: dict[int, Evaluation] = field(default_factory=dict)
     """Candidate index -> its test games: the chosen one always, every candidate with ``test_all``."""
+    chosen_by: str = "mean"
+    """Which of ``CRITERIA`` ranked the validation games."""
 
     @property
     def chosen_candidate(self) -> Candidate:
@@ -108,9 +119,15 @@ class Selection:
             "validation_seeds": [self.validation.first, self.validation.last],
             "test_seeds": [self.test.first, self.test.last],
             "chosen": self.chosen_candidate.label,
+            "chosen_by": self.chosen_by,
             "chosen_test": self.test_results[self.chosen].as_dict(),
             "candidates": rows,
         }
+
+
+def check_by(by: str) -> None:
+    if by not in CRITERIA:
+        raise ConfigError(f"--by takes {' or '.join(CRITERIA)}, got {by!r}")
 
 
 def check_seed_blocks(validation: SeedBlock, test: SeedBlock) -> None:
@@ -192,9 +209,11 @@ def select(
     *,
     test_all: bool = False,
     on_result: Callable[[str, Candidate, Evaluation], None] | None = None,
+    by: str = "mean",
 ) -> Selection:
-    """Play every candidate on ``validation``, choose the highest mean return (the first given on a tie), and play
-    the chosen one (every candidate with ``test_all``) on ``test``."""
+    """Play every candidate on ``validation``, choose the highest mean (or median, ``by``) return, the first given
+    on a tie, and play the chosen one (every candidate with ``test_all``) on ``test``."""
+    check_by(by)
     check_seed_blocks(validation, test)
     validation_results = []
     for candidate in candidates:
@@ -202,9 +221,9 @@ def select(
         validation_results.append(result)
         if on_result:
             on_result("validation", candidate, result)
-    means = [r.mean for r in validation_results]
-    chosen = means.index(max(means))
-    selection = Selection(list(candidates), validation, test, validation_results, chosen)
+    scores = [getattr(r, by) for r in validation_results]
+    chosen = scores.index(max(scores))
+    selection = Selection(list(candidates), validation, test, validation_results, chosen, chosen_by=by)
     order = [chosen] + ([i for i in range(len(candidates)) if i != chosen] if test_all else [])
     for i in order:
         result = Evaluation(play(candidates[i], test))

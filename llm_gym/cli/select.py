@@ -26,7 +26,16 @@ from llm_gym.envs.catalog import env_spec
 from llm_gym.errors import ConfigError
 from llm_gym.evaluation import run_episodes
 from llm_gym.runs import Run, write_json_atomic
-from llm_gym.selection import LATEST, Candidate, Evaluation, SeedBlock, check_seed_blocks, find_candidates
+from llm_gym.selection import (
+    CRITERIA,
+    LATEST,
+    Candidate,
+    Evaluation,
+    SeedBlock,
+    check_by,
+    check_seed_blocks,
+    find_candidates,
+)
 from llm_gym.selection import select as choose
 
 
@@ -42,6 +51,13 @@ def select(
     test_all: Annotated[
         bool, typer.Option("--test-all", help="Also play every other candidate on the test seeds.")
     ] = False,
+    by: Annotated[
+        str,
+        typer.Option(
+            "--by",
+            help=f"Rank the validation games by their {' or '.join(CRITERIA)}: median ignores one outlying game.",
+        ),
+    ] = "mean",
     checkpoint_name: Annotated[
         str,
         typer.Option(
@@ -58,14 +74,15 @@ def select(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the report to this JSON file.")] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Play every run greedily on the same validation games, choose the highest mean return, and play the chosen
-    run on test games disjoint from them: its test score is the one to report (the best validation score of
+    """Play every run greedily on the same validation games, choose the highest mean (or --by median) return, and
+    play the chosen run on test games disjoint from them: its test score is the one to report (the best validation score of
     several runs overstates what the chosen run does on new games; --test-all shows by how much).
 
     Each candidate plays as `llm-gym play --checkpoint` would (the same --env, --env-arg, --set and --max-steps for
     all of them), so the chosen run's test score is what that command gives on the test seeds."""
     validation, test = SeedBlock(val_seed, val_episodes), SeedBlock(test_seed, test_episodes)
-    check_seed_blocks(validation, test)  # before anything is loaded
+    check_by(by)  # before anything is loaded
+    check_seed_blocks(validation, test)
     if out is not None and out.suffix.lower() != ".json":
         raise ConfigError(f"--out must name a .json file, got {str(out)!r}")
     candidates = find_candidates(runs, checkpoint_name)
@@ -94,7 +111,7 @@ def select(
                 f"{stage:10s} {candidate.label}: {result.mean:.2f} ± {result.ci95:.2f}", markup=False, soft_wrap=True
             )
 
-    selection = choose(candidates, validation, test, play, test_all=test_all, on_result=progress)
+    selection = choose(candidates, validation, test, play, test_all=test_all, on_result=progress, by=by)
     report = {"env_id": env_id, "env_kwargs": env_kwargs, "max_steps": max_steps, **selection.as_dict()}
     if out is not None:
         write_json_atomic(out, report)
@@ -128,8 +145,8 @@ def _print_table(report: dict[str, Any], env_id: str, validation: SeedBlock, tes
     console.print(table)
     chosen = report["chosen_test"]
     console.print(
-        f"chosen: {report['chosen']}; test mean return {chosen['mean_return']:.2f} ± {chosen['ci95']:.2f} "
-        f"(95% CI, n={len(chosen['returns'])}): the score to report",
+        f"chosen (by validation {report['chosen_by']}): {report['chosen']}; test mean return "
+        f"{chosen['mean_return']:.2f} ± {chosen['ci95']:.2f} (95% CI, n={len(chosen['returns'])}): the score to report",
         markup=False,
         soft_wrap=True,
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from agents.nanogpt_ppo.testing import TINY_SETTINGS
+from llm_gym.selection import Candidate, SeedBlock, select
 from llm_gym.testing import error_line, invoke
 
 ENV = "LLMBreakout-text-v0"
@@ -114,6 +115,8 @@ def test_bad_input_is_one_line_that_says_what_to_do(baseline_runs: dict[str, Pat
     assert "validation seeds 100-107 and test seeds 104-111 overlap" in line and "--test-seed past 107" in line
     assert "at least two candidates" in error_line(invoke("select", a))
     assert "given twice" in error_line(invoke("select", a, a))
+    line = error_line(invoke("select", a, b, "--by", "best"))
+    assert "--by takes mean or median, got 'best'" in line
     assert "must name a .json file" in error_line(invoke("select", a, b, "--out", str(tmp_path / "x.txt")))
     assert "is not a run directory" in error_line(invoke("select", a, str(tmp_path)))
 
@@ -126,3 +129,30 @@ def test_bad_input_is_one_line_that_says_what_to_do(baseline_runs: dict[str, Pat
     assert "trained on different envs" in line and "pass --env ID" in line
     line = error_line(invoke("select", a, b, "--set", "learning_rat=1"))
     assert "learning_rat" in line
+
+
+def test_by_median_passes_over_one_outlying_game_that_wins_the_mean() -> None:
+    # Validation games as Breakout gave them (issue 15): one policy's 281-point game among 7-11s wins the mean.
+    games = {"outlier": [10, 8, 8, 11, 281, 7, 10, 8], "steady": [22, 16, 15, 18, 21, 12, 14, 27]}
+    candidates = [Candidate(name, Path(name), None) for name in games]
+
+    def play(candidate: Candidate, block: SeedBlock) -> list[float]:
+        return [float(x) for x in games[candidate.label]][: block.episodes]
+
+    validation, test = SeedBlock(10_000, 8), SeedBlock(100, 8)
+    by_mean, by_median = (select(candidates, validation, test, play, by=by) for by in ("mean", "median"))
+    assert by_mean.chosen_candidate.label == "outlier" and by_median.chosen_candidate.label == "steady"
+    report = by_median.as_dict()
+    assert report["chosen_by"] == "median"
+    assert [row["validation"]["median_return"] for row in report["candidates"]] == [9.0, 17.0]
+
+
+def test_by_median_from_the_command_line_reports_its_rule(baseline_runs: dict[str, Path]) -> None:
+    runs = [str(baseline_runs[name]) for name in ("noop", "scripted")]
+    result = invoke(
+        "select", *runs, "--by", "median", "--val-episodes", "2", "--test-episodes", "2", *PLAY, "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["chosen_by"] == "median" and report["chosen"] == "scripted"
+    assert all("median_return" in row["validation"] for row in report["candidates"])
