@@ -4,8 +4,9 @@ When a recipe learns for some training seeds and not others, the usual remedy is
 best. Keeping the best by the score that is then reported overstates it (the maximum of noisy estimates is biased
 upwards), so selection here has two disjoint sets of evaluation seeds: every candidate plays the same validation
 games, the one with the highest mean return (or median, ``by="median"``) is chosen, and the chosen one plays the
-test games, whose score is the one to report. ``test_all`` also plays every other candidate on the test games, which shows how much the choice
-gained over a training seed picked blindly and how far the validation score of the winner overstated its test score.
+test games, whose score is the one to report. ``test_all`` also plays every other candidate on the test games, which
+shows how much the choice gained over a training seed picked blindly and how far the validation score of the winner
+overstated its test score.
 """
 
 from __future__ import annotations

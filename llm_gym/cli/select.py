@@ -75,8 +75,8 @@ def select(
     as_json: JsonOption = False,
 ) -> None:
     """Play every run greedily on the same validation games, choose the highest mean (or --by median) return, and
-    play the chosen run on test games disjoint from them: its test score is the one to report (the best validation score of
-    several runs overstates what the chosen run does on new games; --test-all shows by how much).
+    play the chosen run on test games disjoint from them: its test score is the one to report (the best validation
+    score of several runs overstates what the chosen run does on new games; --test-all shows by how much).
 
     Each candidate plays as `llm-gym play --checkpoint` would (the same --env, --env-arg, --set and --max-steps for
     all of them), so the chosen run's test score is what that command gives on the test seeds."""
@@ -146,7 +146,8 @@ def _print_table(report: dict[str, Any], env_id: str, validation: SeedBlock, tes
     chosen = report["chosen_test"]
     console.print(
         f"chosen (by validation {report['chosen_by']}): {report['chosen']}; test mean return "
-        f"{chosen['mean_return']:.2f} ± {chosen['ci95']:.2f} (95% CI, n={len(chosen['returns'])}): the score to report",
+        f"{chosen['mean_return']:.2f} ± {chosen['ci95']:.2f} (95% CI, n={len(chosen['returns'])}): "
+        "the score to report",
         markup=False,
         soft_wrap=True,
     )
