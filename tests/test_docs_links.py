@@ -40,3 +40,12 @@ def test_relative_links_resolve(page: Path) -> None:
         elif anchor and file.suffix == ".md" and anchor not in anchors(file):
             broken.append(f"{target}: {file.name} has no heading with that anchor")
     assert not broken, f"{page.relative_to(ROOT)}: " + "; ".join(broken)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_page_repeats_a_heading(page: Path) -> None:
+    """A repeated heading makes ``page.md#anchor`` ambiguous (GitHub numbers the second one) and is how a pasted-twice
+    block shows: an edit once duplicated about 100 lines of a page and every link still resolved."""
+    headings = [line.strip() for line in FENCE.sub("", page.read_text()).splitlines() if line.startswith("#")]
+    repeated = sorted({h for h in headings if headings.count(h) > 1})
+    assert not repeated, f"{page.relative_to(ROOT)} repeats " + "; ".join(repeated)
