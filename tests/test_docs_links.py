@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -14,14 +15,15 @@ LINK = re.compile(r"\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
 
 
+def headings(page: Path) -> list[str]:
+    """A page's heading lines outside code blocks, in order."""
+    return [line.strip() for line in FENCE.sub("", page.read_text()).splitlines() if line.startswith("#")]
+
+
 def anchors(page: Path) -> set[str]:
     """GitHub's heading anchors of a page: lower case, punctuation other than - and _ dropped, spaces to -."""
-    found = set()
-    for line in FENCE.sub("", page.read_text()).splitlines():
-        if line.startswith("#"):
-            title = line.lstrip("#").strip().lower()
-            found.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
-    return found
+    titles = (line.lstrip("#").strip().lower() for line in headings(page))
+    return {re.sub(r"[^\w\- ]", "", title).replace(" ", "-") for title in titles}
 
 
 def relative_links(page: Path) -> list[str]:
@@ -46,6 +48,5 @@ def test_relative_links_resolve(page: Path) -> None:
 def test_no_page_repeats_a_heading(page: Path) -> None:
     """A repeated heading makes ``page.md#anchor`` ambiguous (GitHub numbers the second one) and is how a pasted-twice
     block shows: an edit once duplicated about 100 lines of a page and every link still resolved."""
-    headings = [line.strip() for line in FENCE.sub("", page.read_text()).splitlines() if line.startswith("#")]
-    repeated = sorted({h for h in headings if headings.count(h) > 1})
+    repeated = sorted(h for h, n in Counter(headings(page)).items() if n > 1)
     assert not repeated, f"{page.relative_to(ROOT)} repeats " + "; ".join(repeated)
