@@ -1,5 +1,6 @@
 """Every relative link in the README and the docs points at a file that exists and, where it names a heading
-(``page.md#anchor``), at a heading that page has: moving a section between pages must move its links too."""
+(``page.md#anchor``), at a heading that page has: moving a section between pages must move its links too. No page
+repeats a heading, and every table row has its header's number of cells."""
 
 from __future__ import annotations
 
@@ -50,3 +51,27 @@ def test_no_page_repeats_a_heading(page: Path) -> None:
     block shows: an edit once duplicated about 100 lines of a page and every link still resolved."""
     repeated = sorted(h for h, n in Counter(headings(page)).items() if n > 1)
     assert not repeated, f"{page.relative_to(ROOT)} repeats " + "; ".join(repeated)
+
+
+def ragged_table_rows(text: str) -> list[int]:
+    """Line numbers of table rows whose cell count differs from their table's header row (an unescaped ``|`` splits
+    a cell, in code spans too, as GitHub renders tables)."""
+    ragged, header = [], None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.startswith("|"):
+            header = None
+            continue
+        cells = len(re.findall(r"(?<!\\)\|", line))
+        if header is None:
+            header = cells
+        elif cells != header:
+            ragged.append(number)
+    return ragged
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_table_rows_have_their_header_cells(page: Path) -> None:
+    """A row with an extra or a missing ``|`` shifts every later cell under the wrong column, and nothing else shows
+    it: an edit once added a column to a results table and left one row with an empty cell before the new value."""
+    ragged = ragged_table_rows(FENCE.sub(lambda m: "\n" * m.group().count("\n"), page.read_text()))
+    assert not ragged, f"{page.relative_to(ROOT)}: table rows with the wrong number of cells at lines {ragged}"
