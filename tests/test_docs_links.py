@@ -16,9 +16,14 @@ LINK = re.compile(r"\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
 
 
+def prose(page: Path) -> str:
+    """A page's text with its code blocks blanked (their lines kept, so line numbers still match the file)."""
+    return FENCE.sub(lambda block: "\n" * block.group().count("\n"), page.read_text())
+
+
 def headings(page: Path) -> list[str]:
     """A page's heading lines outside code blocks, in order."""
-    return [line.strip() for line in FENCE.sub("", page.read_text()).splitlines() if line.startswith("#")]
+    return [line.strip() for line in prose(page).splitlines() if line.startswith("#")]
 
 
 def anchors(page: Path) -> set[str]:
@@ -28,8 +33,7 @@ def anchors(page: Path) -> set[str]:
 
 
 def relative_links(page: Path) -> list[str]:
-    text = FENCE.sub("", page.read_text())
-    return [t for t in LINK.findall(text) if not re.match(r"[a-z]+:", t)]
+    return [t for t in LINK.findall(prose(page)) if not re.match(r"[a-z]+:", t)]
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -73,5 +77,5 @@ def ragged_table_rows(text: str) -> list[int]:
 def test_table_rows_have_their_header_cells(page: Path) -> None:
     """A row with an extra or a missing ``|`` shifts every later cell under the wrong column, and nothing else shows
     it: an edit once added a column to a results table and left one row with an empty cell before the new value."""
-    ragged = ragged_table_rows(FENCE.sub(lambda m: "\n" * m.group().count("\n"), page.read_text()))
+    ragged = ragged_table_rows(prose(page))
     assert not ragged, f"{page.relative_to(ROOT)}: table rows with the wrong number of cells at lines {ragged}"
