@@ -23,6 +23,7 @@ from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.tokens import check_tokenizer_record, write_tokenizer_record
 from llm_gym.agents.ppo_lora.value_head import ValueHead
 from llm_gym.errors import ConfigError
+from llm_gym.lm.adapter_files import save_adapter
 from llm_gym.lm.forward import PackedOutput, PrefixCache, compute_prefix
 from llm_gym.lm.models import load_causal_lm, resolve_model
 from llm_gym.lm.packing import PackedBatch, pack
@@ -230,7 +231,7 @@ class ActorCritic:
     def save(self, directory: Path) -> None:
         """Adapter via ``save_pretrained`` (plain peft loads it onto the base model), the value head and any
         per-action offsets."""
-        self.model.save_pretrained(str(directory / ADAPTER_DIR))
+        save_adapter(self.model, directory / ADAPTER_DIR)
         write_tokenizer_record(directory / ADAPTER_DIR, self.tokenizer, self.builder.answer_end_ids)
         torch.save(self.value_head.state_dict(), directory / VALUE_HEAD_FILE)
         save_action_bias(directory, self.action_bias)

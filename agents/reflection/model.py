@@ -14,6 +14,7 @@ from typing import Any
 from llm_gym.agents.reflection.config import ReflectionConfig
 from llm_gym.errors import ConfigError
 from llm_gym.lm.adapter_compute import AdapterCompute
+from llm_gym.lm.adapter_files import save_adapter
 from llm_gym.lm.backends import LMBackend
 from llm_gym.lm.finetune import Encoded, Example, answer_only_labels
 from llm_gym.lm.models import load_causal_lm
@@ -111,7 +112,7 @@ class ReflectionModel:
 
     def save(self, directory: Path) -> None:
         if self.config.finetune == "lora":
-            self.model.save_pretrained(str(directory / ADAPTER_DIR))
+            save_adapter(self.model, directory / ADAPTER_DIR)
         else:
             self.model.save_pretrained(str(directory / MODEL_DIR))
             (self.processor or self.tokenizer).save_pretrained(str(directory / MODEL_DIR))
