@@ -6,8 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-CONFIG_NAME = "adapter_config.json"
-
 
 def save_adapter(model: Any, directory: Path) -> None:
     """``save_pretrained`` of a peft model (plain peft loads the directory), with its config written in a fixed order.
@@ -16,9 +14,11 @@ def save_adapter(model: Any, directory: Path) -> None:
     process to the next; two runs that trained the same weights then saved different ``adapter_config.json`` files,
     and checkpoint hashes could not be compared across runs. Sorting those fields fixes the bytes, not the meaning.
     """
+    from peft.utils import CONFIG_NAME  # the file name peft writes and reads
+
     model.save_pretrained(str(directory))
     config = model.peft_config[model.active_adapter]
-    path = Path(directory) / CONFIG_NAME
+    path = directory / CONFIG_NAME
     saved = json.loads(path.read_text())
     for name, value in saved.items():
         if isinstance(getattr(config, name, None), set) and isinstance(value, list):
