@@ -268,6 +268,8 @@ def _report(summary: DemoSummary, source: dict[str, Any], env: EnvConfig, as_jso
         "decisions_without_a_legal_name": summary.unnamed,
         "explored_decisions": summary.explored,
     }
+    if summary.worst_return_by_seat:  # --all-replies: the agent's return against the best opponent, per seat
+        report["worst_return_by_seat"] = {str(seat): r for seat, r in sorted(summary.worst_return_by_seat.items())}
     if as_json:
         print_json(report)
         return
@@ -278,7 +280,16 @@ def _report(summary: DemoSummary, source: dict[str, Any], env: EnvConfig, as_jso
         f"{score_ci:.2f} (95% CI), {summary.truncated} cut at --max-steps"
         + (f"; {summary.unnamed} illegal actions left out" if summary.unnamed else "")
         + (f"; a random action played after {summary.explored} of them (--explore)" if summary.explored else "")
+        + _worst_line(summary.worst_return_by_seat)
     )
+
+
+def _worst_line(worst: dict[int, float]) -> str:
+    """The tree walk's worst complete game per seat: over every reply, the agent's return against the best opponent."""
+    if not worst:
+        return ""
+    seats = ", ".join(f"seat {seat} {r:+.2f}" for seat, r in sorted(worst.items()))
+    return f"\nworst game over every opponent reply (the return against the best opponent): {seats}"
 
 
 def register(app: typer.Typer) -> None:

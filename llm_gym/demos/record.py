@@ -84,6 +84,8 @@ class DemoSummary:
     """Decisions left out because the policy chose an action the env did not list as legal (so it has no name)."""
     explored: int = 0
     """Decisions after which the env stepped with a random legal action instead of the policy's (``explore``)."""
+    worst_return_by_seat: dict[int, float] = field(default_factory=dict)
+    """A tree walk's lowest complete-game return in each seat: the policy's return against the best opponent there."""
 
 
 def record_demos(

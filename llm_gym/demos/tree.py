@@ -12,6 +12,12 @@ the children. A decision is kept once per distinct chat (system, user, answer). 
 expected return of the demonstrator from there against a uniformly random opponent (the paths through it weighted
 by the probability a random opponent plays them), so the value head that ``sft`` warms up learns that value.
 
+The policy is asked once per distinct position (observation and legal moves): a path replayed from the reset
+reuses the moves already decided on the way, so a walk costs one decision per position, not one per game and step,
+and a stochastic policy is walked as the one deterministic policy its first answers make. Because every reply is
+walked, the lowest return of a complete game in a seat is this policy's return there against the best possible
+opponent (``summary.worst_return_by_seat``): for a greedy checkpoint, whether *any* opponent can beat it.
+
 Only small deterministic games fit: no chance nodes, one move at a time, and at most ``max_paths`` complete games.
 The system message is that of the env as the caller configured it (e.g. ``opponent=random`` or ``mcts``), which is
 what the learner will be told when it plays that env; the walk itself replaces the opponent.
@@ -102,6 +108,7 @@ def record_demo_tree(
     replies = _Replies()
     walk_env = make_env(env.env_id, **{**env.kwargs, "opponent": replies})
     nodes: dict[tuple[tuple[str, str], ...], _Node] = {}
+    decided: dict[tuple[str, tuple[int, ...]], int] = {}
     summary = DemoSummary(Path(out))
     try:
         for seat in seats if seats is not None else tuple(range(num_players)):
@@ -110,9 +117,13 @@ def record_demo_tree(
             stack: list[tuple[tuple[int, ...], float]] = [((), 1.0)]
             while stack:
                 path, probability = stack.pop()
+                games_before = len(summary.returns)
                 children = _play_path(walk_env, replies, policy, seat, seed, path, probability, instructions,
-                                      nodes, summary)  # fmt: skip
+                                      nodes, decided, summary)  # fmt: skip
                 if children is None:
+                    if len(summary.returns) > games_before:  # a complete game (a path with an illegal move is not)
+                        worst = summary.worst_return_by_seat
+                        worst[seat] = min(worst.get(seat, summary.returns[-1]), summary.returns[-1])
                     summary.episodes += 1
                     if on_path is not None:
                         on_path(summary.episodes)
@@ -134,18 +145,23 @@ def record_demo_tree(
 
 def _play_path(
     env: Any, replies: _Replies, policy: Policy, seat: int, seed: int, path: tuple[int, ...], probability: float,
-    instructions: str, nodes: dict[tuple[tuple[str, str], ...], _Node], summary: DemoSummary,
+    instructions: str, nodes: dict[tuple[tuple[str, str], ...], _Node],
+    decided: dict[tuple[str, tuple[int, ...]], int], summary: DemoSummary,
 ) -> list[int] | None:  # fmt: skip
     """Replay ``path``; return the opponent's legal moves where it ends, or None after a complete game (whose return
-    is then added to every decision on the way, weighted by ``probability``)."""
+    is then added to every decision on the way, weighted by ``probability``). ``decided`` holds the policy's move in
+    each position met so far, so a replay asks the policy about new positions only."""
     replies.start(path)
     visited: list[_Node] = []
     try:
         observation, info = env.reset(seed=seed, options={"seat": seat})
         done = False
         while not done:
-            action = int(policy.act([observation], [info])[0])
             legal = [int(a) for a in info["legal_actions"]]
+            position = (str(observation), tuple(legal))
+            if position not in decided:
+                decided[position] = int(policy.act([observation], [info])[0])
+            action = decided[position]
             if action not in legal:  # the path is dropped: no answer to record, no return to credit
                 summary.unnamed += 1
                 return None

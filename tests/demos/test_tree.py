@@ -81,3 +81,40 @@ def test_the_cli_writes_the_tree_and_refuses_games_with_chance(tmp_path: Path) -
     assert result.exit_code == 2 and "deterministic turn-based" in result.output
     with pytest.raises(UnsupportedEnvError, match="not an OpenSpiel env"):
         record_demo_tree(None, EnvConfig("Trace-v0"), tmp_path / "x", source={})  # type: ignore[arg-type]
+
+
+class _FirstLegal:
+    """A real deterministic player that always takes the lowest legal move, counting how often it is asked."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def act(self, observations, infos):
+        self.asked += len(observations)
+        return [min(int(a) for a in info["legal_actions"]) for info in infos]
+
+
+def _best_reply_value(state, seat: int) -> float:
+    """The first-legal player's return in ``seat`` against a perfect opponent, straight from OpenSpiel's state."""
+    if state.is_terminal():
+        return state.returns()[seat]
+    if state.current_player() == seat:
+        return _best_reply_value(state.child(min(state.legal_actions())), seat)
+    return min(_best_reply_value(state.child(a), seat) for a in state.legal_actions())
+
+
+def test_each_position_is_decided_once_and_the_worst_game_is_the_best_reply(solver_tree, tmp_path: Path) -> None:
+    import pyspiel
+
+    # The solver never loses and tic-tac-toe is a draw under best play: its worst game in either seat is a draw.
+    assert solver_tree[1].worst_return_by_seat == {0: 0.0, 1: 0.0}
+    player = _FirstLegal()
+    summary = record_demo_tree(player, EnvConfig(TTT), tmp_path / "first.jsonl", source={"agent": "first_legal"})
+    assert player.asked == summary.decisions == len(read_demos(tmp_path / "first.jsonl"))  # not once per replay
+    assert summary.episodes > summary.decisions  # the replays did reach positions decided before
+    game = pyspiel.load_game("tic_tac_toe")
+    expected = {seat: _best_reply_value(game.new_initial_state(), seat) for seat in (0, 1)}
+    assert summary.worst_return_by_seat == expected and min(expected.values()) == -1.0
+    result = CliRunner().invoke(build_app(), ["demos", "--agent", "solver", "--env", TTT, "--all-replies",
+                                              "--out", str(tmp_path / "cli.jsonl")])  # fmt: skip
+    assert result.exit_code == 0 and "seat 0 +0.00, seat 1 +0.00" in result.output, result.output
