@@ -7,11 +7,17 @@ with the solver, how many have a lower value than the best (suboptimal), and how
 position into a lost one, with a few examples. The move values are computed here from the board, independently
 of the solver that wrote the demos.
 
+``--walk FILE`` rates a file that ``llm-gym demos --agent CHECKPOINT --all-replies`` wrote instead: the
+checkpoint's own moves in every position its play can reach against any reply (no model is run here). A move
+there that turns a won or drawn position into a lost one is a line an opponent can beat the checkpoint with; the
+walk's report says in which seat (its worst game per seat).
+
 ``--failed-out FILE`` appends the solver's demo lines of every suboptimal position to FILE, under each system text
 the demos file holds for that board (the texts differ in the opponent's description only), so a further SFT round
 can weight the positions the checkpoint still gets wrong (docs/sft_tic_tac_toe.md shows the loop).
 
     python scripts/ttt_audit.py runs/RUN/checkpoints/step_N [--opponent mcts] [--demos tree.jsonl] [--failed-out F]
+    python scripts/ttt_audit.py --walk walk.jsonl
 """
 
 from __future__ import annotations
@@ -63,11 +69,17 @@ def parse(observation: str) -> tuple[str, str, list[int], list[str]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("checkpoint", type=Path)
+    parser.add_argument("checkpoint", type=Path, nargs="?")
     parser.add_argument("--opponent", default="random", choices=("random", "mcts"), help="system text to use")
     parser.add_argument("--demos", type=Path, help="a --all-replies solver file (default: written now)")
     parser.add_argument("--failed-out", type=Path, help="append the demo lines of suboptimal positions here")
+    parser.add_argument("--walk", type=Path, help="rate the moves of a checkpoint's --all-replies file instead")
     args = parser.parse_args()
+    if (args.walk is None) == (args.checkpoint is None):
+        parser.error("give a checkpoint to audit, or --walk FILE (a checkpoint's --all-replies demos), not both")
+    if args.walk is not None:
+        print(json.dumps({"walk": str(args.walk), **rate(read_demos(args.walk))[0]}, indent=1))
+        return
     env = EnvConfig(ENV_ID, {"opponent": args.opponent})
     demos = args.demos
     if demos is None:
@@ -82,24 +94,36 @@ def main() -> None:
     chosen: list[int] = []
     for start in range(0, len(records), 16):
         chosen += [int(a) for a in policy.act(observations[start : start + 16], infos[start : start + 16])]
-    suboptimal, to_a_loss, examples, failed = 0, 0, [], set()
-    for (board, me, legal, _), move, record in zip(parsed, chosen, records, strict=True):
-        other = "o" if me == "x" else "x"
-        values = {a: value(board[:a] + me + board[a + 1 :], me, other) for a in legal}
-        best = max(values.values())
-        if values[move] < best:
-            suboptimal += 1
-            to_a_loss += values[move] < 0 <= best
-            failed.add(record.messages[-2]["content"])
-            if len(examples) < 5:
-                examples.append({"board": board, "me": me, "move": move, "solver": record.action, "values": values})
+    rating, failed = rate(records, chosen)
     if args.failed_out is not None:
         write_records(args.failed_out, [r for r in every_text if r.messages[-2]["content"] in failed])
     print(json.dumps({
         "checkpoint": str(args.checkpoint), "opponent_text": args.opponent, "positions": len(records),
-        "agrees_with_solver": sum(m == r.action for m, r in zip(chosen, records, strict=True)),
-        "suboptimal": suboptimal, "suboptimal_to_a_loss": to_a_loss, "examples": examples,
+        "agrees_with_solver": sum(m == r.action for m, r in zip(chosen, records, strict=True)), **rating,
     }, indent=1))  # fmt: skip
+
+
+def rate(records: list, chosen: list[int] | None = None) -> tuple[dict, set[str]]:
+    """Rate ``chosen`` (default: each record's own answer, as in a walk) by exact game value: ({positions, suboptimal,
+    suboptimal_to_a_loss, examples, losing_examples}, the observations of the suboptimal positions). With
+    ``chosen``, an example also names the record's answer as ``solver`` (the records are the solver's tree)."""
+    moves = chosen if chosen is not None else [int(r.action) for r in records]
+    suboptimal, losing, failed = [], [], set()
+    for record, move in zip(records, moves, strict=True):
+        board, me, legal, _ = parse(record.messages[-2]["content"])
+        other = "o" if me == "x" else "x"
+        values = {a: value(board[:a] + me + board[a + 1 :], me, other) for a in legal}
+        best = max(values.values())
+        if values[move] < best:
+            example = {"board": board, "me": me, "move": move, "values": values}
+            if chosen is not None:
+                example["solver"] = record.action
+            suboptimal.append(example)
+            if values[move] < 0 <= best:
+                losing.append(example)
+            failed.add(record.messages[-2]["content"])
+    rating = {"positions": len(records), "suboptimal": len(suboptimal), "suboptimal_to_a_loss": len(losing)}
+    return {**rating, "examples": suboptimal[:5], "losing_examples": losing[:5]}, failed
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """scripts/ttt_audit.py's exact game values and observation parsing, on real tic-tac-toe observations: every
-solver decision of the --all-replies tree is rated optimal by the audit's own minimax; the whole audit and
-scripts/ttt_focus_rounds.sh on a tiny sft checkpoint."""
+solver decision of the --all-replies tree is rated optimal by the audit's own minimax; the whole audit, a walk of a
+checkpoint's own play against every reply (`--walk`) and scripts/ttt_focus_rounds.sh on a tiny sft checkpoint."""
 
 from __future__ import annotations
 
@@ -91,6 +91,33 @@ def test_the_audit_of_a_checkpoint_writes_the_positions_it_gets_wrong(
     lines = read_demos(failed)
     assert len(lines) == report["suboptimal"]  # one system text in this tree, so one line per failed position
     assert all(_optimal(record) for record in lines)
+
+
+def test_a_walk_loses_in_a_seat_exactly_where_the_audit_finds_a_losing_move_there(
+    tiny_checkpoint: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """``llm-gym demos --agent CHECKPOINT --all-replies`` reports each seat's worst game; ``ttt_audit.py --walk``
+    rates the checkpoint's moves in that file. Best play draws and only the player's own moves can lower its value,
+    so a seat's worst game is a loss exactly when one of the checkpoint's moves there turns a draw or win into a
+    loss: two computations (the env's games, the audit's minimax) that must agree."""
+    _, _, checkpoint = tiny_checkpoint
+    walk = tmp_path / "walk.jsonl"
+    command = [str(Path(sys.executable).parent / "llm-gym"), "demos", "--agent", str(checkpoint), "--env",
+               "OpenSpiel-tic_tac_toe-v0", "--env-arg", "opponent=mcts", "--all-replies", "--out", str(walk), "--json"]  # fmt: skip
+    report = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+    records = read_demos(walk)
+    assert report["decisions"] == len(records) and set(report["worst_return_by_seat"]) == {"0", "1"}
+    for seat, mark in (("0", "x"), ("1", "o")):
+        in_seat = [r for r in records if f"you are player {seat}" in r.messages[1]["content"]]
+        assert in_seat and all(audit.parse(r.messages[-2]["content"])[1] == mark for r in in_seat)
+        rating, _ = audit.rate(in_seat)
+        assert (report["worst_return_by_seat"][seat] < 0) == (rating["suboptimal_to_a_loss"] > 0)
+    out = subprocess.run([sys.executable, str(SCRIPT), "--walk", str(walk)], capture_output=True, text=True, check=True)
+    rating = json.loads(out.stdout)
+    assert rating["positions"] == len(records) and rating["suboptimal"] >= rating["suboptimal_to_a_loss"]
+    assert all(e["values"][str(e["move"])] < 0 for e in rating["losing_examples"])
+    refused = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True)
+    assert refused.returncode == 2 and "or --walk FILE" in refused.stderr
 
 
 def test_focus_rounds_train_on_the_failures_and_resume(
