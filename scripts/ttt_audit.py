@@ -98,7 +98,7 @@ def main() -> None:
     if args.failed_out is not None:
         write_records(args.failed_out, [r for r in every_text if r.messages[-2]["content"] in failed])
     print(json.dumps({
-        "checkpoint": str(args.checkpoint), "opponent_text": args.opponent, "positions": len(records),
+        "checkpoint": str(args.checkpoint), "opponent_text": args.opponent,
         "agrees_with_solver": sum(m == r.action for m, r in zip(chosen, records, strict=True)), **rating,
     }, indent=1))  # fmt: skip
 

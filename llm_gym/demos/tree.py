@@ -122,8 +122,8 @@ def record_demo_tree(
                                       nodes, decided, summary)  # fmt: skip
                 if children is None:
                     if len(summary.returns) > games_before:  # a complete game (a path with an illegal move is not)
-                        worst = summary.worst_return_by_seat
-                        worst[seat] = min(worst.get(seat, summary.returns[-1]), summary.returns[-1])
+                        game_return, worst = summary.returns[-1], summary.worst_return_by_seat
+                        worst[seat] = min(worst.get(seat, game_return), game_return)
                     summary.episodes += 1
                     if on_path is not None:
                         on_path(summary.episodes)
