@@ -10,26 +10,31 @@ of the solver that wrote the demos.
 ``--walk FILE`` rates a file that ``llm-gym demos --agent CHECKPOINT --all-replies`` wrote instead: the
 checkpoint's own moves in every position its play can reach against any reply (no model is run here). A move
 there that turns a won or drawn position into a lost one is a line an opponent can beat the checkpoint with; the
-walk's report says in which seat (its worst game per seat).
+walk's report says in which seat (its worst game per seat). With ``--failed-out`` there, each of the walk's
+suboptimal positions is written as a corrected line: the lowest-id optimal move as the answer, every legal move's
+exact value as ``choice_values`` (so ``sft --set choice_target=best`` trains towards every optimal move) and that
+value with best play as the line's return. These are positions the solver's own tree never reaches (they follow
+the checkpoint's mistakes), so an audit of the tree alone cannot find them.
 
 ``--failed-out FILE`` appends the solver's demo lines of every suboptimal position to FILE, under each system text
 the demos file holds for that board (the texts differ in the opponent's description only), so a further SFT round
 can weight the positions the checkpoint still gets wrong (docs/sft_tic_tac_toe.md shows the loop).
 
     python scripts/ttt_audit.py runs/RUN/checkpoints/step_N [--opponent mcts] [--demos tree.jsonl] [--failed-out F]
-    python scripts/ttt_audit.py --walk walk.jsonl
+    python scripts/ttt_audit.py --walk walk.jsonl [--failed-out F]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import tempfile
 from pathlib import Path
 
 from llm_gym.agent import EnvConfig, load_policy
-from llm_gym.demos import read_demos, write_records
+from llm_gym.demos import DemoRecord, read_demos, write_records
 from llm_gym.demos.tree import record_demo_tree
 from llm_gym.plugins import get_agent
 
@@ -72,13 +77,19 @@ def main() -> None:
     parser.add_argument("checkpoint", type=Path, nargs="?")
     parser.add_argument("--opponent", default="random", choices=("random", "mcts"), help="system text to use")
     parser.add_argument("--demos", type=Path, help="a --all-replies solver file (default: written now)")
-    parser.add_argument("--failed-out", type=Path, help="append the demo lines of suboptimal positions here")
+    parser.add_argument("--failed-out", type=Path, help="append corrected demo lines of suboptimal positions here")
     parser.add_argument("--walk", type=Path, help="rate the moves of a checkpoint's --all-replies file instead")
     args = parser.parse_args()
     if (args.walk is None) == (args.checkpoint is None):
         parser.error("give a checkpoint to audit, or --walk FILE (a checkpoint's --all-replies demos), not both")
     if args.walk is not None:
-        print(json.dumps({"walk": str(args.walk), **rate(read_demos(args.walk))[0]}, indent=1))
+        walked = read_demos(args.walk)
+        rating, failed = rate(walked)
+        if args.failed_out is not None:
+            source = {"agent": "minimax", "script": "scripts/ttt_audit.py --walk", "walk": str(args.walk)}
+            fixes = [corrected(r, source) for r in walked if r.messages[-2]["content"] in failed]
+            write_records(args.failed_out, fixes)
+        print(json.dumps({"walk": str(args.walk), **rating}, indent=1))
         return
     env = EnvConfig(ENV_ID, {"opponent": args.opponent})
     demos = args.demos
@@ -103,6 +114,29 @@ def main() -> None:
     }, indent=1))  # fmt: skip
 
 
+def move_values(record: DemoRecord) -> dict[int, int]:
+    """The exact value, for the player to move, of each legal move of ``record``'s position."""
+    board, me, legal, _ = parse(record.messages[-2]["content"])
+    other = "o" if me == "x" else "x"
+    return {a: value(board[:a] + me + board[a + 1 :], me, other) for a in legal}
+
+
+def corrected(record: DemoRecord, source: dict) -> DemoRecord:
+    """``record`` answered by exact minimax: the lowest-id optimal move, each choice's exact value, and the value of
+    the position with best play as its return (the reward fields of the walk's own move no longer apply)."""
+    values = move_values(record)
+    _, _, legal, names = parse(record.messages[-2]["content"])
+    best = max(values.values())
+    move = min(a for a in legal if values[a] == best)
+    by_name = {name: values[a] for a, name in zip(legal, names, strict=True)}
+    answer = {"role": "assistant", "content": names[legal.index(move)]}
+    return dataclasses.replace(
+        record, messages=(*record.messages[:-1], answer), action=move, reward=0.0, return_to_go=float(best),
+        episode_return=float(best), episode_score=float(best), source=source,
+        choice_values=tuple(float(by_name[c]) for c in record.choices) if record.choices else (),
+    )  # fmt: skip
+
+
 def rate(records: list, chosen: list[int] | None = None) -> tuple[dict, set[str]]:
     """Rate ``chosen`` (default: each record's own answer, as in a walk) by exact game value: ({positions, suboptimal,
     suboptimal_to_a_loss, examples, losing_examples}, the observations of the suboptimal positions). With
@@ -110,9 +144,8 @@ def rate(records: list, chosen: list[int] | None = None) -> tuple[dict, set[str]
     moves = chosen if chosen is not None else [int(r.action) for r in records]
     suboptimal, losing, failed = [], [], set()
     for record, move in zip(records, moves, strict=True):
-        board, me, legal, _ = parse(record.messages[-2]["content"])
-        other = "o" if me == "x" else "x"
-        values = {a: value(board[:a] + me + board[a + 1 :], me, other) for a in legal}
+        board, me, _, _ = parse(record.messages[-2]["content"])
+        values = move_values(record)
         best = max(values.values())
         if values[move] < best:
             example = {"board": board, "me": me, "move": move, "values": values}

@@ -3,11 +3,15 @@
 # position (scripts/ttt_audit.py, MCTS system text), then trains one epoch, starting from that checkpoint's
 # adapter, on every position under the MCTS text once plus the positions it still plays suboptimally (under every
 # system text) REPEAT more times. Ends with an audit of the last round's checkpoint.
+# With WALK=1 each round also walks the checkpoint against every opponent reply (`llm-gym demos --all-replies`,
+# MCTS text) and adds the corrected lines of the walk's suboptimal positions (`ttt_audit.py --walk --failed-out`) to
+# the repeated ones: the positions past the checkpoint's own mistakes, which the solver's tree never reaches.
 #
 #   scripts/ttt_focus_rounds.sh START_CHECKPOINT TREE.jsonl OUT_DIR ROUNDS [REPEAT=3] [-- EXTRA TRAIN ARGS]
 #
 # TREE.jsonl is `llm-gym demos --agent solver --all-replies` under both opponents' texts (docs/sft_tic_tac_toe.md). Round k
-# writes OUT_DIR/round_k/{audit.json,failed.jsonl,demos.jsonl} and trains OUT_DIR/round_k/run (seed k).
+# writes OUT_DIR/round_k/{audit.json,failed.jsonl,demos.jsonl} (with WALK=1 also walk.jsonl, walk_audit.json and
+# walk_failed.jsonl) and trains OUT_DIR/round_k/run (seed k).
 # Killed at any point and run again with the same arguments, it goes on where it stopped: a finished audit is kept,
 # a finished run (its summary.json) is skipped, an unfinished one resumes from its last checkpoint.
 set -euo pipefail
@@ -18,6 +22,19 @@ extra=("$@")  # more `--set k=v` for each round's `llm-gym train` (they come las
 llm_gym=${LLM_GYM:-llm-gym}
 python=${PYTHON:-python}
 here=$(cd "$(dirname "$0")" && pwd)
+# walk CHECKPOINT PREFIX: PREFIX.jsonl (its moves in every position any reply reaches), PREFIX_audit.json and
+# PREFIX_failed.jsonl (their corrected lines); a finished walk is kept.
+walk() {
+  local checkpoint=$1 prefix=$2
+  [[ -s ${prefix}_audit.json ]] && return
+  rm -f "$prefix.jsonl" "${prefix}_failed.jsonl.part"
+  "$llm_gym" demos --agent "$checkpoint" --env OpenSpiel-tic_tac_toe-v0 --env-arg opponent=mcts --all-replies \
+    --out "$prefix.jsonl" > /dev/null
+  "$python" "$here/ttt_audit.py" --walk "$prefix.jsonl" --failed-out "${prefix}_failed.jsonl.part" > "${prefix}_audit.json.part"
+  touch "${prefix}_failed.jsonl.part"
+  mv "${prefix}_failed.jsonl.part" "${prefix}_failed.jsonl"
+  mv "${prefix}_audit.json.part" "${prefix}_audit.json"
+}
 checkpoint=$start
 for ((k = 1; k <= rounds; k++)); do
   dir=$out/round_$k
@@ -30,9 +47,14 @@ for ((k = 1; k <= rounds; k++)); do
     mv "$dir/failed.jsonl.part" "$dir/failed.jsonl"
     mv "$dir/audit.json.part" "$dir/audit.json"
   fi
+  failed=("$dir/failed.jsonl")
+  if [[ -n ${WALK:-} ]]; then
+    walk "$checkpoint" "$dir/walk"
+    failed+=("$dir/walk_failed.jsonl")
+  fi
   grep -F 'played by an MCTS player' "$tree" > "$dir/demos.jsonl" || { echo "no MCTS-text lines in $tree" >&2; exit 2; }
-  for ((r = 0; r < repeat; r++)); do cat "$dir/failed.jsonl" >> "$dir/demos.jsonl"; done
-  echo "round $k: $(wc -l < "$dir/failed.jsonl") failed lines, $(wc -l < "$dir/demos.jsonl") demos, from $checkpoint"
+  for ((r = 0; r < repeat; r++)); do cat "${failed[@]}" >> "$dir/demos.jsonl"; done
+  echo "round $k: $(cat "${failed[@]}" | wc -l) failed lines, $(wc -l < "$dir/demos.jsonl") demos, from $checkpoint"
   if [[ -f $dir/run/summary.json ]]; then
     :
   elif compgen -G "$dir/run/checkpoints/step_*" > /dev/null; then
@@ -48,4 +70,5 @@ for ((k = 1; k <= rounds; k++)); do
   checkpoint=$(ls -d "$dir"/run/checkpoints/step_* | sort -V | tail -1)
 done
 "$python" "$here/ttt_audit.py" "$checkpoint" --opponent mcts --demos "$tree" > "$out/final_audit.json"
+if [[ -n ${WALK:-} ]]; then walk "$checkpoint" "$out/final_walk"; fi
 echo "last checkpoint: $checkpoint"

@@ -112,34 +112,53 @@ def test_a_walk_loses_in_a_seat_exactly_where_the_audit_finds_a_losing_move_ther
         assert in_seat and all(audit.parse(r.messages[-2]["content"])[1] == mark for r in in_seat)
         rating, _ = audit.rate(in_seat)
         assert (report["worst_return_by_seat"][seat] < 0) == (rating["suboptimal_to_a_loss"] > 0)
-    out = subprocess.run([sys.executable, str(SCRIPT), "--walk", str(walk)], capture_output=True, text=True, check=True)
-    rating = json.loads(out.stdout)
+    fixes = tmp_path / "fixes.jsonl"
+    command = [sys.executable, str(SCRIPT), "--walk", str(walk), "--failed-out", str(fixes)]
+    rating = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
     assert rating["positions"] == len(records) and rating["suboptimal"] >= rating["suboptimal_to_a_loss"]
     assert all(e["values"][str(e["move"])] < 0 for e in rating["losing_examples"])
+    # --failed-out: each suboptimal position of the walk once, answered by an optimal move, valued exactly
+    walked = {r.messages[-2]["content"]: r for r in records}
+    corrected = read_demos(fixes)
+    assert len(corrected) == rating["suboptimal"] > 0 and all(_optimal(r) for r in corrected)
+    for record in corrected:
+        played = walked[record.messages[-2]["content"]]
+        assert not _optimal(played) and record.messages[:-1] == played.messages[:-1]
+        assert record.answer == record.choices[record.choice_values.index(max(record.choice_values))]
+        assert record.return_to_go == max(record.choice_values) and record.source["agent"] == "minimax"
     refused = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True)
     assert refused.returncode == 2 and "or --walk FILE" in refused.stderr
 
 
-def test_focus_rounds_train_on_the_failures_and_resume(
+def test_focus_rounds_train_on_the_failures_and_the_walks_and_resume(
     tiny_checkpoint: tuple[Path, Path, Path], tmp_path: Path
 ) -> None:
-    """scripts/ttt_focus_rounds.sh, one round on the tiny model: the round's demos are the tree plus its failures
-    (repeated), the round trains from the start checkpoint, and a second call finds everything done."""
+    """scripts/ttt_focus_rounds.sh, one round on the tiny model with WALK=1: the round also walks its start
+    checkpoint against every reply; its demos are the tree plus the audit's failures and the walk's corrected lines
+    (each repeated REPEAT times, once here); it trains from the start checkpoint; the last checkpoint is audited and walked; and a second
+    call finds everything done."""
     full, model, checkpoint = tiny_checkpoint
     tree = tmp_path / "tree.jsonl"  # the first 30 positions keep the round quick; the script takes any subset
     tree.write_text("".join(full.read_text().splitlines(keepends=True)[:30]))
     bin_dir = Path(sys.executable).parent
-    env = {**os.environ, "PYTHON": sys.executable, "LLM_GYM": str(bin_dir / "llm-gym")}
+    env = {**os.environ, "PYTHON": sys.executable, "LLM_GYM": str(bin_dir / "llm-gym"), "WALK": "1"}
     tiny = ["--set", f"model={model}", "--set", "dtype=float32", "--set", "threads=1", "--set", "trainable_layers=1"]
-    command = ["bash", str(ROUNDS), str(checkpoint), str(tree), str(tmp_path / "out"), "1", "2", "--", *tiny]
+    tiny += ["--set", "max_demos=64"]  # the file is checked whole; training on its first 64 lines keeps the test quick
+    command = ["bash", str(ROUNDS), str(checkpoint), str(tree), str(tmp_path / "out"), "1", "1", "--", *tiny]
     first = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
     round_dir = tmp_path / "out" / "round_1"
     failed = read_demos(round_dir / "failed.jsonl")
     assert len(failed) == json.loads((round_dir / "audit.json").read_text())["suboptimal"] > 0
-    assert len(read_demos(round_dir / "demos.jsonl")) == 30 + 2 * len(failed)
+    walk_rating = json.loads((round_dir / "walk_audit.json").read_text())
+    corrected = read_demos(round_dir / "walk_failed.jsonl")
+    assert walk_rating["positions"] == len(read_demos(round_dir / "walk.jsonl"))
+    assert len(corrected) == walk_rating["suboptimal"] > 0 and all(_optimal(r) for r in corrected)
+    assert len(read_demos(round_dir / "demos.jsonl")) == 30 + len(failed) + len(corrected) > 64
     summary = json.loads((round_dir / "run" / "summary.json").read_text())
-    assert summary["demo_decisions"]["train"] == 30 + 2 * len(failed)
+    assert summary["demo_decisions"]["train"] == 64
     assert json.loads((tmp_path / "out" / "final_audit.json").read_text())["positions"] == 30
+    final = json.loads((tmp_path / "out" / "final_walk_audit.json").read_text())
+    assert final["positions"] == len(read_demos(tmp_path / "out" / "final_walk.jsonl")) > 0
     second = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
     assert "last checkpoint" in first.stdout and second.stdout.splitlines()[-1] == first.stdout.splitlines()[-1]
     assert "resuming" not in second.stdout + second.stderr  # the finished run was skipped, not retrained
