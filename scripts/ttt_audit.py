@@ -86,7 +86,9 @@ def main() -> None:
         walked = read_demos(args.walk)
         rating, failed = rate(walked)
         if args.failed_out is not None:
-            source = {"agent": "minimax", "script": "scripts/ttt_audit.py --walk", "walk": str(args.walk)}
+            walked_by = walked[0].source.get("checkpoint") if walked else None  # provenance: whose mistakes
+            source = {"agent": "minimax", "script": "scripts/ttt_audit.py --walk", "walk": str(args.walk),
+                      "walked_checkpoint": walked_by}  # fmt: skip
             fixes = [corrected(r, source) for r in walked if r.messages[-2]["content"] in failed]
             write_records(args.failed_out, fixes)
         print(json.dumps({"walk": str(args.walk), **rating}, indent=1))
