@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-# Tests stay on one thread per process: the suite runs on 2 cores and torch's default would oversubscribe them.
+# Tests stay on one thread per process: `make test` runs one pytest-xdist worker per core, and torch's default
+# (a thread per core in every worker) would oversubscribe them.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
