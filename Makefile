@@ -56,7 +56,7 @@ demo: install
 
 # The whole suite in the main environment (where the vllm-marked tests skip), then the vllm-marked tests against a
 # real vLLM engine on the CPU. The main suite runs on one pytest-xdist worker per CPU (each test keeps one torch
-# thread, tests/conftest.py): on a 2-core AVX2 EPYC 827 s with two workers against 1,336 s in one process, 1,382
+# thread, tests/conftest.py): on a 2-core AVX2 EPYC 757-827 s with two workers against 1,336 s in one process, 1,382
 # tests either way. The vllm tests stay in one process: they share one engine, which takes minutes to start.
 # TEST_WORKERS=0 runs the main suite in one process.
 TEST_WORKERS ?= auto

@@ -116,9 +116,8 @@ def main() -> None:
     }, indent=1))  # fmt: skip
 
 
-def move_values(record: DemoRecord) -> dict[int, int]:
-    """The exact value, for the player to move, of each legal move of ``record``'s position."""
-    board, me, legal, _ = parse(record.messages[-2]["content"])
+def move_values(board: str, me: str, legal: list[int]) -> dict[int, int]:
+    """The exact value, for ``me`` (to move), of each legal move on ``board``."""
     other = "o" if me == "x" else "x"
     return {a: value(board[:a] + me + board[a + 1 :], me, other) for a in legal}
 
@@ -126,8 +125,8 @@ def move_values(record: DemoRecord) -> dict[int, int]:
 def corrected(record: DemoRecord, source: dict) -> DemoRecord:
     """``record`` answered by exact minimax: the lowest-id optimal move, each choice's exact value, and the value of
     the position with best play as its return (the reward fields of the walk's own move no longer apply)."""
-    values = move_values(record)
-    _, _, legal, names = parse(record.messages[-2]["content"])
+    board, me, legal, names = parse(record.messages[-2]["content"])
+    values = move_values(board, me, legal)
     best = max(values.values())
     move = min(a for a in legal if values[a] == best)
     by_name = {name: values[a] for a, name in zip(legal, names, strict=True)}
@@ -146,8 +145,8 @@ def rate(records: list, chosen: list[int] | None = None) -> tuple[dict, set[str]
     moves = chosen if chosen is not None else [int(r.action) for r in records]
     suboptimal, losing, failed = [], [], set()
     for record, move in zip(records, moves, strict=True):
-        board, me, _, _ = parse(record.messages[-2]["content"])
-        values = move_values(record)
+        board, me, legal, _ = parse(record.messages[-2]["content"])
+        values = move_values(board, me, legal)
         best = max(values.values())
         if values[move] < best:
             example = {"board": board, "me": me, "move": move, "values": values}

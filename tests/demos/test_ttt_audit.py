@@ -39,9 +39,7 @@ def test_every_solver_move_in_the_tree_is_optimal(tmp_path: Path) -> None:
     for record in read_demos(out):
         board, me, legal, names = audit.parse(record.messages[-2]["content"])
         assert len(board) == 9 and me in "xo" and record.action in legal and len(names) == len(legal)
-        other = "o" if me == "x" else "x"
-        values = {a: audit.value(board[:a] + me + board[a + 1 :], me, other) for a in legal}
-        assert values[record.action] == max(values.values())
+        assert _optimal(record)
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +69,7 @@ def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pat
 
 def _optimal(record: DemoRecord) -> bool:
     board, me, legal, _ = audit.parse(record.messages[-2]["content"])
-    other = "o" if me == "x" else "x"
-    values = {a: audit.value(board[:a] + me + board[a + 1 :], me, other) for a in legal}
+    values = audit.move_values(board, me, legal)
     return values[record.action] == max(values.values())
 
 
@@ -135,8 +132,8 @@ def test_focus_rounds_train_on_the_failures_and_the_walks_and_resume(
 ) -> None:
     """scripts/ttt_focus_rounds.sh, one round on the tiny model with WALK=1: the round also walks its start
     checkpoint against every reply; its demos are the tree plus the audit's failures and the walk's corrected lines
-    (each repeated REPEAT times, once here); it trains from the start checkpoint; the last checkpoint is audited and walked; and a second
-    call finds everything done."""
+    (each repeated REPEAT times, once here); it trains from the start checkpoint; the last checkpoint is audited
+    and walked; and a second call finds everything done."""
     full, model, checkpoint = tiny_checkpoint
     tree = tmp_path / "tree.jsonl"  # the first 30 positions keep the round quick; the script takes any subset
     tree.write_text("".join(full.read_text().splitlines(keepends=True)[:30]))
