@@ -25,6 +25,7 @@ from llm_gym.agents.ppo_lora.acting import strategy_for
 from llm_gym.agents.ppo_lora.model import VALUE_HEAD_FILE, ActorCritic
 from llm_gym.agents.ppo_lora.train import evaluate, initial_actor_critic
 from llm_gym.agents.ppo_lora.update import padded_hidden
+from llm_gym.agents.sft import frozen_cache
 from llm_gym.agents.sft.config import SFTConfig
 from llm_gym.agents.sft.data import DemoEncoder, DemoExample, load_records, split_episodes, value_targets
 from llm_gym.agents.sft.report import EvaluationRecord, print_report, write_plot
@@ -52,6 +53,7 @@ class Batches:
         batch_size: int,
         with_choices: bool = False,
         merge_repeats: bool = True,
+        cache: tuple[Path, str] | None = None,
     ) -> None:
         self.examples = list(examples)
         self.with_choices = with_choices
@@ -63,14 +65,26 @@ class Batches:
         first: dict[tuple[Any, ...], int] = {}
         self.first_copy = [first.setdefault(self._key(i), i) for i in range(len(self.parts))]
         distinct = sorted(set(first.values()))
-        computed: dict[int, torch.Tensor] = {}
-        with torch.no_grad():
-            for start in range(0, len(distinct), batch_size):
-                index = distinct[start : start + batch_size]
+        chunks = [distinct[start : start + batch_size] for start in range(0, len(distinct), batch_size)]
+
+        @torch.no_grad()
+        def frozen_pass() -> list[torch.Tensor]:
+            rows = []
+            for index in chunks:
                 batch = self._pack(ac, index)
                 hidden = ac.bottom(batch)
-                for row, i in enumerate(index):
-                    computed[i] = hidden[row, : int(batch.row_lengths[row])].clone()
+                rows += [hidden[row, : int(length)].clone() for row, length in enumerate(batch.row_lengths)]
+            return rows
+
+        if cache is None or ac.split_layer == 0:  # no frozen layers: the pass is the embedding lookup
+            rows = frozen_pass()
+        else:  # packed once more for the rows' lengths only: what a cache file must hold
+            lengths = [int(n) for index in chunks for n in self._pack(ac, index).row_lengths]
+            directory, fingerprint = cache
+            described = [(*self._key(i), self.examples[i].uses_prefix) for i in distinct]
+            key = frozen_cache.rows_key(fingerprint, described, batch_size)
+            rows = frozen_cache.load_or_compute(directory, key, lengths, frozen_pass, ac.device)
+        computed = dict(zip(distinct, rows, strict=True))
         self.hidden = [computed[i] for i in self.first_copy]
 
     def _key(self, i: int) -> tuple[Any, ...]:
@@ -184,10 +198,13 @@ def train(config: SFTConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callb
     if with_choices:
         _check_choices(config.demos, train_records + val_records, config.action_mode, config.choice_target)
 
+    directory = frozen_cache.cache_dir(config.frozen_cache, run.path)
+    cache = (directory, frozen_cache.bottom_fingerprint(ac)) if directory and ac.split_layer else None
+
     def batches(part: list[DemoRecord], merge_repeats: bool) -> Batches:  # whole episodes per split (complete targets)
         targets = value_targets(part, config.value_gamma, config.demos)
         return Batches(ac, [encoder.encode(r, t) for r, t in zip(part, targets, strict=True)], config.batch_size,
-                       with_choices, merge_repeats)  # fmt: skip
+                       with_choices, merge_repeats, cache)  # fmt: skip
 
     # Repeated demos run once per batch; with LoRA dropout each copy would draw its own mask, so training keeps them.
     train_data, val_data = batches(train_records, config.lora_dropout == 0), batches(val_records, True)
