@@ -12,7 +12,7 @@ computed ones (they must be equal: the file holds the pass's output).
 Prints JSON.
 
     python benchmarks/sft_frozen_cache.py [--model smollm2-135m] [--demos 128] [--trainable-layers 8]
-        [--batch-size 16] [--rounds 3] [--threads 0]
+        [--batch-size 16] [--rounds 3] [--threads 0] [--dtype auto]
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--dtype", default="auto", help="auto: bfloat16 where the CPU has AVX512-BF16 or AMX")
     args = parser.parse_args()
     configure_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
@@ -58,7 +59,7 @@ def main() -> None:
             env = EnvConfig(ENV, {"opponent": opponent})
             record_demo_tree(get_agent("solver")().policy(env), env, path, source={"agent": "solver"})
         records = read_demos(path)[: args.demos]
-        config = SFTConfig(model=args.model, demos=str(path), dtype="auto", trainable_layers=args.trainable_layers,
+        config = SFTConfig(model=args.model, demos=str(path), dtype=args.dtype, trainable_layers=args.trainable_layers,
                            batch_size=args.batch_size, progress=False)  # fmt: skip
         ac = ActorCritic(config.as_ppo_lora(), EnvTraits.probe(EnvConfig(ENV)).instructions)
         encoder = DemoEncoder(ac.builder, with_end=True)
