@@ -6,7 +6,8 @@ Its model, evaluation, checkpoints and policy are ``ppo_lora``'s (:meth:`SFTConf
 ``adapter/`` (plain peft loads it) and ``value_head.pt``, ``llm-gym play --checkpoint`` plays it like a ppo_lora
 one, and ``ppo_lora --set init_adapter=CHECKPOINT`` continues from it with PPO.
 
-Modules: ``config`` (the frozen config), ``data`` (demos -> answer-only examples, the episode split), ``train``
+Modules: ``config`` (the frozen config), ``data`` (demos -> answer-only examples, the episode split), ``frozen_cache``
+(the frozen layers' output of the demos on disk, for resumes), ``train``
 (the loop), ``report`` (the before/after table and plot). Heavy imports wait for train/policy.
 """
 

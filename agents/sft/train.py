@@ -3,7 +3,8 @@ top layers, value head), evaluate the untrained model greedily, then epochs of a
 value head's warm-up on the demos' returns-to-go) -> validation loss -> greedy evaluation -> checkpoint.
 
 The loss runs through ``ppo_lora``'s split forward: the frozen layers' output of every demo is computed once and
-reused by every epoch (and the system prompt's KV cache is shared), so an epoch costs the trainable layers only.
+reused by every epoch (and the system prompt's KV cache is shared), so an epoch costs the trainable layers only;
+``frozen_cache`` keeps that output on disk, so a resume does not compute it again.
 Each demo is a prompt and its answer as a continuation; only the answer tokens are predicted, which is the same
 cross-entropy as :func:`llm_gym.lm.finetune.answer_loss` over the -100-labelled example (a test checks it).
 Checkpoints have ``ppo_lora``'s layout (``adapter/``, ``value_head.pt``), and the evaluation is ``ppo_lora``'s, on
@@ -44,7 +45,8 @@ STATE_FILE = "sft_training.pt"
 
 
 class Batches:
-    """The demos of one split with each one's frozen-layer output, computed once."""
+    """The demos of one split with each one's frozen-layer output, computed once, or read from ``cache`` (a
+    directory and :func:`~llm_gym.agents.sft.frozen_cache.bottom_fingerprint`; written there when not found)."""
 
     def __init__(
         self,
