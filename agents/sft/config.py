@@ -118,8 +118,8 @@ class SFTConfig(LocalLMConfig):
     (``--resume``); 0: at the end of each epoch only."""
     frozen_cache: str = training_only("run")
     """Keep the frozen layers' output of the demos on disk, so ``--resume`` and later runs on the same demos skip that
-    pass (minutes on a CPU): ``run``, in RUN_DIR/frozen_cache (about 310 MB for the 1,090 tic-tac-toe tree demos
-    under the default model in float32, half that in bfloat16); ``off``; or a directory, shared by the runs that name it. A file is read only where
+    pass (minutes on a CPU): ``run``, in RUN_DIR/frozen_cache (230 MB for the 1,090 tic-tac-toe tree demos under
+    the default model in bfloat16, about twice that in float32); ``off``; or a directory, shared by the runs that name it. A file is read only where
     the weights below the split, the system prompt, the demos' rows and the batch size all match; nothing is kept
     with trainable_layers=0 (no frozen layers)."""
     progress: bool = training_only(True)
