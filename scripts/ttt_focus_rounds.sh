@@ -10,8 +10,8 @@
 #   scripts/ttt_focus_rounds.sh START_CHECKPOINT TREE.jsonl OUT_DIR ROUNDS [REPEAT=3] [-- EXTRA TRAIN ARGS]
 #
 # TREE.jsonl is `llm-gym demos --agent solver --all-replies` under both opponents' texts (docs/sft_tic_tac_toe.md). Round k
-# writes OUT_DIR/round_k/{audit.json,failed.jsonl,demos.jsonl} (with WALK=1 also walk.jsonl, walk_audit.json and
-# walk_failed.jsonl) and trains OUT_DIR/round_k/run (seed k).
+# writes OUT_DIR/round_k/{audit.json,failed.jsonl,demos.jsonl} (with WALK=1 also walk.jsonl, walk.txt, walk_audit.json
+# and walk_failed.jsonl) and trains OUT_DIR/round_k/run (seed k).
 # Killed at any point and run again with the same arguments, it goes on where it stopped: a finished audit is kept,
 # a finished run (its summary.json) is skipped, an unfinished one resumes from its last checkpoint.
 set -euo pipefail
@@ -22,14 +22,14 @@ extra=("$@")  # more `--set k=v` for each round's `llm-gym train` (they come las
 llm_gym=${LLM_GYM:-llm-gym}
 python=${PYTHON:-python}
 here=$(cd "$(dirname "$0")" && pwd)
-# walk CHECKPOINT PREFIX: PREFIX.jsonl (its moves in every position any reply reaches), PREFIX_audit.json and
-# PREFIX_failed.jsonl (their corrected lines); a finished walk is kept.
+# walk CHECKPOINT PREFIX: PREFIX.jsonl (its moves in every position any reply reaches), PREFIX.txt (the walk's report:
+# its worst game per seat), PREFIX_audit.json and PREFIX_failed.jsonl (their corrected lines); a finished walk is kept.
 walk() {
   local checkpoint=$1 prefix=$2
   [[ -s ${prefix}_audit.json ]] && return
   rm -f "$prefix.jsonl" "${prefix}_failed.jsonl.part"
   "$llm_gym" demos --agent "$checkpoint" --env OpenSpiel-tic_tac_toe-v0 --env-arg opponent=mcts --all-replies \
-    --out "$prefix.jsonl" > /dev/null
+    --out "$prefix.jsonl" > "$prefix.txt"
   "$python" "$here/ttt_audit.py" --walk "$prefix.jsonl" --failed-out "${prefix}_failed.jsonl.part" > "${prefix}_audit.json.part"
   touch "${prefix}_failed.jsonl.part"
   mv "${prefix}_failed.jsonl.part" "${prefix}_failed.jsonl"

@@ -156,6 +156,8 @@ def test_focus_rounds_train_on_the_failures_and_the_walks_and_resume(
     assert json.loads((tmp_path / "out" / "final_audit.json").read_text())["positions"] == 30
     final = json.loads((tmp_path / "out" / "final_walk_audit.json").read_text())
     assert final["positions"] == len(read_demos(tmp_path / "out" / "final_walk.jsonl")) > 0
+    for report in (round_dir / "walk.txt", tmp_path / "out" / "final_walk.txt"):  # the walk's worst game per seat
+        assert "seat 0" in report.read_text() and "seat 1" in report.read_text()
     second = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
     assert "last checkpoint" in first.stdout and second.stdout.splitlines()[-1] == first.stdout.splitlines()[-1]
     assert "resuming" not in second.stdout + second.stderr  # the finished run was skipped, not retrained
