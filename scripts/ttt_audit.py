@@ -140,12 +140,15 @@ def corrected(record: DemoRecord, source: dict) -> DemoRecord:
 
 def rate(records: list, chosen: list[int] | None = None) -> tuple[dict, set[str]]:
     """Rate ``chosen`` (default: each record's own answer, as in a walk) by exact game value: ({positions, suboptimal,
-    suboptimal_to_a_loss, examples, losing_examples}, the observations of the suboptimal positions). With
+    suboptimal_to_a_loss, by_seat (the three counts per seat), examples, losing_examples}, the observations of the
+    suboptimal positions). With
     ``chosen``, an example also names the record's answer as ``solver`` (the records are the solver's tree)."""
     moves = chosen if chosen is not None else [int(r.action) for r in records]
     suboptimal, losing, failed = [], [], set()
+    seats: list[str] = []
     for record, move in zip(records, moves, strict=True):
         board, me, legal, _ = parse(record.messages[-2]["content"])
+        seats.append(me)
         values = move_values(board, me, legal)
         best = max(values.values())
         if values[move] < best:
@@ -157,6 +160,13 @@ def rate(records: list, chosen: list[int] | None = None) -> tuple[dict, set[str]
                 losing.append(example)
             failed.add(record.messages[-2]["content"])
     rating = {"positions": len(records), "suboptimal": len(suboptimal), "suboptimal_to_a_loss": len(losing)}
+    # Per seat (x moves first): in a walk, a seat with a move to a loss has lost its worst game (the position is
+    # reachable and the opponent plays best from there); a seat without one draws at worst.
+    rating["by_seat"] = {
+        seat: {"positions": seats.count(seat), "suboptimal": sum(e["me"] == seat for e in suboptimal),
+               "suboptimal_to_a_loss": sum(e["me"] == seat for e in losing)}
+        for seat in ("x", "o")
+    }  # fmt: skip
     return {**rating, "examples": suboptimal[:5], "losing_examples": losing[:5]}, failed
 
 

@@ -114,6 +114,9 @@ def test_a_walk_loses_in_a_seat_exactly_where_the_audit_finds_a_losing_move_ther
     rating = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
     assert rating["positions"] == len(records) and rating["suboptimal"] >= rating["suboptimal_to_a_loss"]
     assert all(e["values"][str(e["move"])] < 0 for e in rating["losing_examples"])
+    assert sum(seat["positions"] for seat in rating["by_seat"].values()) == len(records)
+    for seat, mark in (("0", "x"), ("1", "o")):  # the per-seat counts say which seats the walk's games lose in
+        assert (report["worst_return_by_seat"][seat] < 0) == (rating["by_seat"][mark]["suboptimal_to_a_loss"] > 0)
     # --failed-out: each suboptimal position of the walk once, answered by an optimal move, valued exactly
     walked = {r.messages[-2]["content"]: r for r in records}
     corrected = read_demos(fixes)
