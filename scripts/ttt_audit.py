@@ -141,8 +141,8 @@ def corrected(record: DemoRecord, source: dict) -> DemoRecord:
 def rate(records: list, chosen: list[int] | None = None) -> tuple[dict, set[str]]:
     """Rate ``chosen`` (default: each record's own answer, as in a walk) by exact game value: ({positions, suboptimal,
     suboptimal_to_a_loss, by_seat (the three counts per seat), examples, losing_examples}, the observations of the
-    suboptimal positions). With
-    ``chosen``, an example also names the record's answer as ``solver`` (the records are the solver's tree)."""
+    suboptimal positions). With ``chosen``, an example also names the record's answer as ``solver`` (the records
+    are the solver's tree)."""
     moves = chosen if chosen is not None else [int(r.action) for r in records]
     suboptimal, losing, failed = [], [], set()
     seats: list[str] = []

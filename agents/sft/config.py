@@ -119,9 +119,9 @@ class SFTConfig(LocalLMConfig):
     frozen_cache: str = training_only("run")
     """Keep the frozen layers' output of the demos on disk, so ``--resume`` and later runs on the same demos skip that
     pass (minutes on a CPU): ``run``, in RUN_DIR/frozen_cache (230 MB for the 1,090 tic-tac-toe tree demos under
-    the default model in bfloat16, about twice that in float32); ``off``; or a directory, shared by the runs that name it. A file is read only where
-    the weights below the split, the system prompt, the demos' rows and the batch size all match; nothing is kept
-    with trainable_layers=0 (no frozen layers)."""
+    the default model in bfloat16, about twice that in float32); ``off``; or a directory, shared by the runs that
+    name it. A file is read only where the weights below the split, the system prompt, the demos' rows and the
+    batch size all match; nothing is kept with trainable_layers=0 (no frozen layers)."""
     progress: bool = training_only(True)
     """Show a progress bar and print the before/after table at the end."""
 

@@ -6,7 +6,7 @@ LoRA on the top 8 layers, 36 minutes for 2,400 Trace demos, paid again by every 
 weights below the split, the cached system prompt and the demos' packed rows, so one file per split of the demos
 holds it, named by a hash of all three (and of the torch and transformers versions, the device and the batching, so a
 file is only read where recomputing would give the same tensors). Reading it gives exactly the tensors the pass
-computes (a test checks a resumed run's losses against an uninterrupted one's).
+computes (tests check equal tensors, and a resumed run's adapter against an uninterrupted run's).
 
 A file is written atomically (temporary name, then rename), so a run killed while writing leaves none; one that does
 not read back as expected (truncated, other shapes) is reported, recomputed and written again.
@@ -71,15 +71,15 @@ def rows_key(fingerprint: str, rows: Sequence[tuple[Any, ...]], batch_size: int)
 
 
 def load_or_compute(
-    directory: Path | None,
+    directory: Path,
     key: str,
     lengths: Sequence[int],
     compute: Callable[[], list[torch.Tensor]],
     device: torch.device,
 ) -> list[torch.Tensor]:
     """The hidden states of each row (``lengths[i]`` x H): read from ``directory``'s file for ``key``, else computed
-    and written there (``directory`` None: computed, not kept)."""
-    if directory is None or not lengths:
+    and written there."""
+    if not lengths:
         return compute()
     path = directory / f"{key}.safetensors"
     if path.exists():
