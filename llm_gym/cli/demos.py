@@ -87,6 +87,14 @@ def demos(
             "opponent move, one line per distinct decision (small deterministic turn-based OpenSpiel games).",
         ),
     ] = False,
+    all_best: Annotated[
+        bool,
+        typer.Option(
+            "--all-best",
+            help="With --all-replies, also walk every move the agent values as highly as its own (the solver's "
+            "ties): the positions a learner that plays another best move reaches are in the file too.",
+        ),
+    ] = False,
     sample: Annotated[
         bool,
         typer.Option(
@@ -128,6 +136,8 @@ def demos(
     agent = agent or (GROUND_TRUTH if env_family(env) == "trace" else None)
     if agent is None:
         raise ConfigError("demos needs --agent NAME (scripted, mcts, random, lm, ...) or a checkpoint directory")
+    if all_best and not all_replies:
+        raise ConfigError("--all-best widens the --all-replies walk; add --all-replies")
     if all_replies:
         _check_tree_options(
             episodes=episodes, max_steps=max_steps, num_envs=num_envs, task_ids=task_ids, explore=explore or None
@@ -147,7 +157,7 @@ def demos(
     if all_replies:
         if policy is None:
             raise ConfigError("--all-replies walks an OpenSpiel game with an agent; it takes no ground truth")
-        summary = record_demo_tree(policy, env_config, out, source=source, seed=seed)
+        summary = record_demo_tree(policy, env_config, out, source=source, seed=seed, all_best=all_best)
         _report(summary, source, env_config, as_json)
         return
     summary = record_demos(

@@ -18,6 +18,11 @@ and a stochastic policy is walked as the one deterministic policy its first answ
 walked, the lowest return of a complete game in a seat is this policy's return there against the best possible
 opponent (``summary.worst_return_by_seat``): for a greedy checkpoint, whether *any* opponent can beat it.
 
+With ``all_best`` the demonstrator's turns branch too, over every move it values as highly as its own: a learner
+taught that any best move is right (sft's ``choice_target=best``) may play another one and reach positions the
+demonstrator's own line never meets (in tic-tac-toe, a corner reply where the solver takes the centre). Those
+positions are then in the file as well, each with the demonstrator's own answer.
+
 Only small deterministic games fit: no chance nodes, one move at a time, and at most ``max_paths`` complete games.
 The system message is that of the env as the caller configured it (e.g. ``opponent=random`` or ``mcts``), which is
 what the learner will be told when it plays that env; the walk itself replaces the opponent.
@@ -42,29 +47,37 @@ DEFAULT_MAX_PATHS = 200_000
 
 
 class _PathEnds(Exception):
-    """Raised by the replaying opponent where its path has no move left: the legal moves there are the children."""
+    """Raised where a path has no move left: the moves there are the children. ``split``: an opponent's turn, where
+    a uniformly random opponent would pick each child with an equal share of the path's probability; a branch over
+    the demonstrator's own equally good moves (``all_best``) keeps the whole probability on each."""
 
-    def __init__(self, legal: list[int]) -> None:
+    def __init__(self, moves: list[int], *, split: bool = True) -> None:
         super().__init__("path ends")
-        self.legal = legal
+        self.moves = moves
+        self.split = split
 
 
-class _Replies:
-    """An opponent (``(observation, info) -> action``) that plays the moves of one path, in order."""
+class _Path:
+    """The moves of one path, taken in the order of play at each branch point (the opponents' turns, and with
+    ``all_best`` the demonstrator's turns with more than one best move). Called, it is the opponent the env
+    plays (``(observation, info) -> action``)."""
 
     def __init__(self) -> None:
-        self.path: tuple[int, ...] = ()
+        self.moves: tuple[int, ...] = ()
         self.position = 0
 
-    def start(self, path: tuple[int, ...]) -> None:
-        self.path, self.position = path, 0
+    def start(self, moves: tuple[int, ...]) -> None:
+        self.moves, self.position = moves, 0
 
-    def __call__(self, observation: str, info: Mapping[str, Any]) -> int:
-        if self.position == len(self.path):
-            raise _PathEnds([int(a) for a in info["legal_actions"]])
-        move = self.path[self.position]
+    def take(self, children: list[int], *, split: bool = True) -> int:
+        if self.position == len(self.moves):
+            raise _PathEnds(children, split=split)
+        move = self.moves[self.position]
         self.position += 1
         return move
+
+    def __call__(self, observation: str, info: Mapping[str, Any]) -> int:
+        return self.take([int(a) for a in info["legal_actions"]])
 
 
 @dataclass
@@ -93,11 +106,17 @@ def record_demo_tree(
     source: Mapping[str, Any],
     seed: int = 0,
     seats: tuple[int, ...] | None = None,
+    all_best: bool = False,
     max_paths: int = DEFAULT_MAX_PATHS,
     on_path: Callable[[int], None] | None = None,
 ) -> DemoSummary:
     """Walk every opponent reply of ``env``'s game in every seat (or ``seats``) with ``policy`` deciding, and append
-    one :class:`DemoRecord` per distinct decision to ``out``. ``summary.episodes`` counts the complete paths."""
+    one :class:`DemoRecord` per distinct decision to ``out``. ``summary.episodes`` counts the complete paths.
+
+    ``all_best``: at the policy's turns, also walk every other move its ``action_values`` rate as highly as the
+    best (ties within 1e-9). A learner trained to take *any* best move (sft's ``choice_target=best``) reaches the
+    positions after those moves too, which the policy's own play never meets. Each such position is recorded with
+    the policy's own answer there. Its return is that of the paths that follow the policy from it, as before."""
     reference = make_env(env.env_id, **env.kwargs)
     try:
         _check_walkable(reference, env.env_id)
@@ -105,10 +124,14 @@ def record_demo_tree(
         num_players = int(reference.unwrapped.num_players)
     finally:
         reference.close()
-    replies = _Replies()
-    walk_env = make_env(env.env_id, **{**env.kwargs, "opponent": replies})
-    nodes: dict[tuple[tuple[str, str], ...], _Node] = {}
-    decided: dict[tuple[str, tuple[int, ...]], int] = {}
+    if all_best and getattr(policy, "action_values", None) is None:
+        raise ConfigError(
+            "all_best walks the moves an agent values as highly as its own; this agent has no action values "
+            "(the solver has): drop --all-best or use --agent solver"
+        )
+    path_moves = _Path()
+    walk_env = make_env(env.env_id, **{**env.kwargs, "opponent": path_moves})
+    walk = _Walk(policy, instructions, seed, all_best)
     summary = DemoSummary(Path(out))
     try:
         for seat in seats if seats is not None else tuple(range(num_players)):
@@ -118,9 +141,8 @@ def record_demo_tree(
             while stack:
                 path, probability = stack.pop()
                 games_before = len(summary.returns)
-                children = _play_path(walk_env, replies, policy, seat, seed, path, probability, instructions,
-                                      nodes, decided, summary)  # fmt: skip
-                if children is None:
+                ends = walk.play_path(walk_env, path_moves, seat, path, probability, summary)
+                if ends is None:
                     if len(summary.returns) > games_before:  # a complete game (a path with an illegal move is not)
                         game_return, worst = summary.returns[-1], summary.worst_return_by_seat
                         worst[seat] = min(worst.get(seat, game_return), game_return)
@@ -133,63 +155,104 @@ def record_demo_tree(
                             "it is too big to walk: record episodes instead (drop --all-replies)"
                         )
                     continue
-                share = probability / len(children)
-                stack.extend(((*path, move), share) for move in reversed(children))
+                share = probability / len(ends.moves) if ends.split else probability
+                stack.extend(((*path, move), share) for move in reversed(ends.moves))
     finally:
         walk_env.close()
-    records = [_record(node, env, source) for node in nodes.values()]
+    if all_best:
+        source = {**source, "all_best": "also every move the demonstrator values as highly as its own"}
+    records = [_record(node, env, source) for node in walk.nodes.values()]
     records.sort(key=lambda r: (r.episode, r.step))
     summary.decisions = write_records(summary.path, records)
     return summary
 
 
-def _play_path(
-    env: Any, replies: _Replies, policy: Policy, seat: int, seed: int, path: tuple[int, ...], probability: float,
-    instructions: str, nodes: dict[tuple[tuple[str, str], ...], _Node],
-    decided: dict[tuple[str, tuple[int, ...]], int], summary: DemoSummary,
-) -> list[int] | None:  # fmt: skip
-    """Replay ``path``; return the opponent's legal moves where it ends, or None after a complete game (whose return
-    is then added to every decision on the way, weighted by ``probability``). ``decided`` holds the policy's move in
-    each position met so far, so a replay asks the policy about new positions only."""
-    replies.start(path)
-    visited: list[_Node] = []
-    try:
-        observation, info = env.reset(seed=seed, options={"seat": seat})
-        done = False
-        while not done:
-            legal = [int(a) for a in info["legal_actions"]]
-            position = (str(observation), tuple(legal))
-            if position not in decided:
-                decided[position] = int(policy.act([observation], [info])[0])
-            action = decided[position]
-            if action not in legal:  # the path is dropped: no answer to record, no return to credit
-                summary.unnamed += 1
-                return None
-            answer = str(info["action_names"][legal.index(action)])
-            messages = (*chat_messages(instructions, observation), {"role": "assistant", "content": answer})
-            key = tuple((m["role"], m["content"]) for m in messages)
-            node = nodes.get(key)
-            if node is None:
-                names = tuple(str(n) for n in info["action_names"])
-                values = policy_action_values(policy, [observation], [info])
-                node = nodes[key] = _Node(messages, action, seed, summary.episodes, len(visited), _task_id(info), names,
-                                          values[0] if values else ())  # fmt: skip
-            visited.append(node)
-            observation, reward, terminated, truncated, info = env.step(action)
-            node.reward = float(reward)
-            done = terminated or truncated
-    except _PathEnds as ends:
-        return ends.legal
-    game_return = sum(n.reward for n in visited)  # the steps' rewards; the last step's holds the outcome
-    score = float(info.get("score", game_return))
-    for node in visited:
-        node.weight += probability
-        node.weighted_return += probability * game_return
-        node.weighted_score += probability * score
-    summary.returns.append(game_return)
-    summary.scores.append(score)
-    summary.lengths.append(len(visited))
-    return None
+class _Walk:
+    """The policy's decisions met so far: its move in each position (so a replay asks it about new positions
+    only), its action values there, and one node per distinct decision."""
+
+    def __init__(self, policy: Policy, instructions: str, seed: int, all_best: bool) -> None:
+        self.policy, self.instructions, self.seed, self.all_best = policy, instructions, seed, all_best
+        self.nodes: dict[tuple[tuple[str, str], ...], _Node] = {}
+        self.decided: dict[tuple[str, tuple[int, ...]], tuple[int, tuple[float, ...]]] = {}
+
+    def decide(self, observation: Any, info: Mapping[str, Any], legal: list[int]) -> tuple[int, tuple[float, ...]]:
+        position = (str(observation), tuple(legal))
+        if position not in self.decided:
+            action = int(self.policy.act([observation], [info])[0])
+            values = policy_action_values(self.policy, [observation], [info])
+            self.decided[position] = (action, values[0] if values else ())
+        return self.decided[position]
+
+    def play_path(
+        self, env: Any, path_moves: _Path, seat: int, path: tuple[int, ...], probability: float,
+        summary: DemoSummary,
+    ) -> _PathEnds | None:  # fmt: skip
+        """Replay ``path``; return where it ends (the children to walk), or None after a complete game, whose
+        return is then credited, weighted by ``probability``, to the decisions after the path's last move other
+        than the policy's own (those before it were not followed by the policy's play)."""
+        path_moves.start(path)
+        visited: list[_Node] = []
+        followed_from = 0  # the first visited decision whose own move and every later one are the policy's
+        game_return = 0.0  # the steps' rewards; the last step's holds the outcome
+        try:
+            observation, info = env.reset(seed=self.seed, options={"seat": seat})
+            done = False
+            while not done:
+                legal = [int(a) for a in info["legal_actions"]]
+                action, values = self.decide(observation, info, legal)
+                if action not in legal:  # the path is dropped: no answer to record, no return to credit
+                    summary.unnamed += 1
+                    return None
+                node = self._node(observation, info, legal, action, values, summary.episodes, len(visited))
+                visited.append(node)
+                move = action
+                best = _best_moves(legal, values, action) if self.all_best else [action]
+                if len(best) > 1:
+                    move = path_moves.take(best, split=False)
+                    if move != action:
+                        followed_from = len(visited)
+                observation, reward, terminated, truncated, info = env.step(move)
+                game_return += float(reward)
+                if move == action:  # the record's reward is that of its own answer
+                    node.reward = float(reward)
+                done = terminated or truncated
+        except _PathEnds as ends:
+            return ends
+        score = float(info.get("score", game_return))
+        for node in visited[followed_from:]:
+            node.weight += probability
+            node.weighted_return += probability * game_return
+            node.weighted_score += probability * score
+        summary.returns.append(game_return)
+        summary.scores.append(score)
+        summary.lengths.append(len(visited))
+        return None
+
+    def _node(
+        self, observation: Any, info: Mapping[str, Any], legal: list[int], action: int, values: tuple[float, ...],
+        path_index: int, step: int,
+    ) -> _Node:  # fmt: skip
+        answer = str(info["action_names"][legal.index(action)])
+        messages = (*chat_messages(self.instructions, observation), {"role": "assistant", "content": answer})
+        key = tuple((m["role"], m["content"]) for m in messages)
+        node = self.nodes.get(key)
+        if node is None:
+            names = tuple(str(n) for n in info["action_names"])
+            node = self.nodes[key] = _Node(messages, action, self.seed, path_index, step, _task_id(info), names, values)
+        return node
+
+
+def _best_moves(legal: list[int], values: tuple[float, ...], action: int) -> list[int]:
+    """The legal moves valued as highly as the best (ties within 1e-9, as sft's ``choice_target=best``), the
+    policy's own first; just its own where it has no values."""
+    if not values:
+        return [action]
+    top = max(values)
+    return [
+        action,
+        *(move for move, value in zip(legal, values, strict=True) if value >= top - 1e-9 and move != action),
+    ]
 
 
 def _record(node: _Node, env: EnvConfig, source: Mapping[str, Any]) -> DemoRecord:

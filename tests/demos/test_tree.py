@@ -15,7 +15,7 @@ from llm_gym.cli import build_app
 from llm_gym.demos import read_demos
 from llm_gym.demos.record import record_demos
 from llm_gym.demos.tree import record_demo_tree
-from llm_gym.errors import UnsupportedEnvError
+from llm_gym.errors import ConfigError, UnsupportedEnvError
 from llm_gym.plugins import get_agent
 
 TTT = "OpenSpiel-tic_tac_toe-v0"
@@ -118,3 +118,50 @@ def test_each_position_is_decided_once_and_the_worst_game_is_the_best_reply(solv
     result = CliRunner().invoke(build_app(), ["demos", "--agent", "solver", "--env", TTT, "--all-replies",
                                               "--out", str(tmp_path / "cli.jsonl")])  # fmt: skip
     assert result.exit_code == 0 and "seat 0 +0.00, seat 1 +0.00" in result.output, result.output
+
+
+class _OtherBest:
+    """The solver's values, but the highest-numbered of the best moves: a learner that takes another best move than
+    the solver's own (what sft's ``choice_target=best`` counts as right)."""
+
+    def __init__(self, solver) -> None:
+        self.solver = solver
+
+    def act(self, observations, infos):
+        rows = self.solver.action_values(observations, infos)
+        return [
+            max(int(a) for a, v in zip(info["legal_actions"], values, strict=True) if v >= max(values) - 1e-9)
+            for info, values in zip(infos, rows, strict=True)
+        ]
+
+
+def test_all_best_also_walks_the_solvers_other_best_moves(solver_tree, tmp_path: Path) -> None:
+    env = EnvConfig(TTT)
+    solver = get_agent("solver")().policy(env)
+    wide = tmp_path / "best.jsonl"
+    summary = record_demo_tree(solver, env, wide, source={"agent": "solver"}, all_best=True)
+    tree = {_key(r): r for r in read_demos(solver_tree[0])}
+    records = read_demos(wide)
+    by_key = {_key(r): r for r in records}
+    assert len(by_key) == len(records) == summary.decisions > 5 * len(tree)
+    assert len({k[:-1] for k in by_key}) == len(records)  # still one answer, the solver's own, per prompt
+    for key, record in tree.items():  # the plain tree's lines are in it unchanged, expected returns included
+        assert by_key[key].return_to_go == pytest.approx(record.return_to_go) and by_key[key].reward == record.reward
+    assert summary.worst_return_by_seat == {0: 0.0, 1: 0.0}  # every best move keeps the draw
+    assert "every move the demonstrator values" in records[0].source["all_best"]
+
+    # A learner that takes the solver's other best moves leaves the plain tree; the wide file holds all it meets.
+    played = tmp_path / "other.jsonl"
+    record_demos(_OtherBest(solver), env, 40, played, source={"agent": "other_best"}, seed=3)
+    prompts = {_key(r)[:-1] for r in read_demos(played)}
+    assert not prompts <= {k[:-1] for k in tree}
+    assert prompts <= {k[:-1] for k in by_key}
+
+
+def test_all_best_needs_action_values_and_the_tree_walk(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no action values"):
+        record_demo_tree(_FirstLegal(), EnvConfig(TTT), tmp_path / "x.jsonl", source={}, all_best=True)
+    result = CliRunner().invoke(build_app(), ["demos", "--agent", "solver", "--env", TTT, "--all-best",
+                                              "--out", str(tmp_path / "y.jsonl")])  # fmt: skip
+    assert result.exit_code == 2 and "add --all-replies" in result.output, result.output
+    assert not (tmp_path / "x.jsonl").exists() and not (tmp_path / "y.jsonl").exists()
