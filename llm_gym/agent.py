@@ -113,6 +113,19 @@ def policy_action_values(
     return [tuple(float(v) for v in row) for row in method(observations, infos)]
 
 
+VALUE_TIE = 1e-9
+"""Two action values this close are a tie (exact solvers' values are sums of a few probabilities)."""
+
+
+def best_value_indices(values: Sequence[float]) -> tuple[int, ...]:
+    """The indices of the values within :data:`VALUE_TIE` of the highest: every action valued as highly as the
+    best (what sft's ``choice_target=best`` counts as right, and what ``demos --all-best`` walks); empty without."""
+    if not values:
+        return ()
+    top = max(values)
+    return tuple(i for i, value in enumerate(values) if value >= top - VALUE_TIE)
+
+
 def sampling_policy(policy: Policy, agent: str) -> Policy:
     """``policy`` set to sample its actions from its distribution instead of taking the most likely one (its
     ``greedy`` attribute set to False). A policy without one (a scripted or exact player) raises one line."""

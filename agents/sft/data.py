@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from llm_gym.agent import best_value_indices
 from llm_gym.demos.format import DemoRecord, read_demos
 from llm_gym.errors import ConfigError
 from llm_gym.lm.finetune import Encoded, answer_only_labels
@@ -129,8 +130,7 @@ class DemoEncoder:
         encoded = answer_only_labels(prompt.ids, self.builder.choice_ids(answer, self.with_end))
         choices = tuple(tuple(self.builder.choice_ids(name, self.with_end)) for name in record.choices)
         index = record.choices.index(answer) if answer in record.choices else -1
-        values = record.choice_values
-        best = tuple(i for i, v in enumerate(values) if v >= max(values) - 1e-9) if values else ()
+        best = best_value_indices(record.choice_values)
         return DemoExample(
             encoded,
             uses_prefix,

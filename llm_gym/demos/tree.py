@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_gym.agent import EnvConfig, Policy, policy_action_values
+from llm_gym.agent import EnvConfig, Policy, best_value_indices, policy_action_values
 from llm_gym.demos.format import DemoRecord, write_records
 from llm_gym.demos.record import DemoSummary, _task_id
 from llm_gym.envs.catalog import make as make_env
@@ -244,15 +244,9 @@ class _Walk:
 
 
 def _best_moves(legal: list[int], values: tuple[float, ...], action: int) -> list[int]:
-    """The legal moves valued as highly as the best (ties within 1e-9, as sft's ``choice_target=best``), the
-    policy's own first; just its own where it has no values."""
-    if not values:
-        return [action]
-    top = max(values)
-    return [
-        action,
-        *(move for move, value in zip(legal, values, strict=True) if value >= top - 1e-9 and move != action),
-    ]
+    """The legal moves valued as highly as the best (:func:`~llm_gym.agent.best_value_indices`), the policy's own
+    first; just its own where it has no values."""
+    return [action, *(legal[i] for i in best_value_indices(values) if legal[i] != action)]
 
 
 def _record(node: _Node, env: EnvConfig, source: Mapping[str, Any]) -> DemoRecord:

@@ -22,12 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llm_gym.actions import legal_action_name
-from llm_gym.agent import EnvConfig, Policy, policy_action_values
+from llm_gym.agent import EnvConfig, Policy, best_value_indices, policy_action_values
 from llm_gym.evaluation import run_episodes
 from llm_gym.training import evaluation_env
-
-VALUE_TIE = 1e-9
-"""Two action values this close are a tie (exact solvers' values are sums of a few probabilities)."""
 
 
 @dataclass
@@ -49,7 +46,7 @@ class Position:
         if not self.values:
             return action == self.action
         legal = [int(a) for a in self.info.get("legal_actions", ())]
-        return action in legal and self.values[legal.index(action)] >= max(self.values) - VALUE_TIE
+        return action in legal and legal.index(action) in best_value_indices(self.values)
 
     def name(self, action: int) -> str:
         """The env's name of ``action`` here (its id where the info lists no names)."""
