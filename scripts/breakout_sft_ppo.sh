@@ -63,8 +63,9 @@ SFT_CKPT="$OUT/sft/checkpoints/best"   # the best of sft's own evaluations; with
     > "$OUT/eval_zero_shot.json"
 
 # 4. PPO from the SFT adapter (and value head), trained with FIRE on reset and life-loss episode ends (the
-#    training defaults), on the game's own reward. kl_coef=0: the reference is the base model with the adapter
-#    off, and a KL to it would pull the policy back towards the zero-shot model the warm start left behind.
+#    training defaults), on the game's own reward. kl_coef=0, as measured: when this script was written the
+#    reference was the base model, and a KL to it would pull the policy back towards zero-shot. The reference is
+#    now the warm start itself (kl_reference=start), untried here.
 #    A small learning rate and no entropy bonus: the warm start is nearly deterministic (policy entropy ~0.15 nats)
 #    and PPO is to refine it, not to re-explore. No evaluation during training (each costs 16,000 greedy and sampled
 #    decisions); the last checkpoint is evaluated below.

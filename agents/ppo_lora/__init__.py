@@ -22,7 +22,7 @@ from llm_gym.tasks import TaskSampler
 
 class PPOLoRAAgent(Agent):
     name = "ppo_lora"
-    description = "PPO on a language model with LoRA and a value head (score or generate mode); the reference KL keeps it near the base model."
+    description = "PPO on a language model with LoRA and a value head (score or generate mode); the reference KL keeps it near the policy it started from."
     Config = PPOLoRAConfig
     fixed_on_resume = ("model", "trainable_layers", "lora_rank", "lora_alpha", "lora_targets", "num_envs")
 

@@ -358,8 +358,8 @@ def act(
     engine: LMBackend | None = None,
 ) -> Decisions:
     """Decide for every row at once: frozen layers once, trainable layers for the policy and the value, and
-    (``with_reference``) once more with the adapter disabled. With an ``engine`` (serving the current adapter),
-    the engine picks the actions and the forward recomputes their log-probabilities."""
+    (``with_reference``) once more as the reference policy (``kl_reference``). With an ``engine`` (serving the
+    current adapter), the engine picks the actions and the forward recomputes their log-probabilities."""
     parts = Prompts(list(observations), rules_of(ac, infos), turns_of(infos))
     prompts = ac.encode(parts.observations, parts.rules, parts.turns)
     how = Sampling(greedy, generator)

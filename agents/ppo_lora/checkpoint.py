@@ -107,3 +107,27 @@ def adapter_dir(checkpoint: Path) -> Path:
     if not (path / "adapter_config.json").is_file():
         raise CheckpointError(f"{checkpoint} holds no ppo_lora adapter ({ADAPTER_DIR}/adapter_config.json)")
     return path
+
+
+REFERENCE_DIR = "reference_adapter"
+"""In a run directory: the copy of the warm start's adapter that ``kl_reference=start`` measures the KL against."""
+
+
+def reference_adapter(run_path: Path, init_adapter: str, resumed: bool) -> Path:
+    """The warm start's adapter as the run's own copy: made at the first start (written whole, then renamed), so a
+    resumed run reads what it started from even after the warm start's run has moved, gone on training or gone."""
+    import shutil
+
+    copy = Path(run_path) / REFERENCE_DIR
+    if copy.is_dir():
+        return copy
+    if resumed:
+        raise CheckpointError(
+            f"{run_path} has no {REFERENCE_DIR}/: it was trained before kl_reference existed, with the KL measured "
+            "against the base model; resume it with --set kl_reference=base"
+        )
+    partial = copy.with_name(copy.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.copytree(adapter_dir(init_checkpoint(init_adapter)), partial)
+    partial.rename(copy)
+    return copy

@@ -169,8 +169,14 @@ class PPOLoRAConfig(LocalLMConfig):
     reward_scale: float = training_only(1.0)
     """Rewards are multiplied by this before GAE (returns are logged unscaled)."""
     kl_coef: float = training_only(0.02)
-    """Weight of KL(policy || reference) in the loss; the reference is the model with the adapter disabled.
-    0 skips the reference pass."""
+    """Weight of KL(policy || reference) in the loss (the reference: kl_reference). 0 skips the reference pass."""
+    kl_reference: Literal["start", "base"] = training_only("start")
+    """Whom the KL term measures the policy against. start: the policy the run started from. On a warm start
+    (init_adapter) that is the warm start's adapter, loaded a second time, frozen, beside the one being trained, and
+    copied into the run directory so --resume keeps it; with a fresh LoRA it is the base model, which the fresh
+    adapter starts equal to. base: the base model with the adapter disabled, whatever the run started from, so a
+    warm-started run is pulled back towards the zero-shot model (what every run before this setting did; the
+    Breakout and Trace warm-start scripts set kl_coef=0 for that reason)."""
     kl_target: float = training_only(0.0)
     """Adaptive KL: steer kl_coef so the measured KL per decision tracks this value; 0 keeps kl_coef fixed."""
     kl_horizon: int = training_only(10_000)

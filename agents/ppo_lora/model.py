@@ -1,5 +1,6 @@
 """The actor-critic: a causal LM with LoRA on its top layers (peft), a value head on the last prompt token, and
-the frozen reference policy (the same model with the adapter disabled).
+the frozen reference policy: the same model with the adapter disabled, or a second, frozen adapter beside the
+trained one (``kl_reference=start`` on a warm start: the adapter the run started from).
 
 Everything runs through :class:`llm_gym.lm.split.SplitLM`: the frozen layers once per decision (their output is
 kept in the rollout buffer), the LoRA layers again in every epoch. The shared system-prompt prefix is cached at
@@ -32,6 +33,7 @@ from llm_gym.lm.runtime import default_device, quiet_peft
 from llm_gym.lm.split import SplitLM, TopPrefix
 
 ADAPTER_DIR, VALUE_HEAD_FILE = "adapter", "value_head.pt"
+TRAINED_ADAPTER, REFERENCE_ADAPTER = "default", "reference"  # peft's adapter names; "default" is peft's own
 Pass = Literal["rollout", "train", "reference"]
 
 
@@ -78,6 +80,7 @@ class ActorCritic:
         self.split = SplitLM(self.model, self.split_layer, config.adapter_compute)
         self.adapter_compute = self.split.adapter_compute  # generate mode's sampling runs the whole model under it too
         self.pad_id = self.tokenizer.pad_token_id
+        self.reference_adapter: Path | None = None  # None: the reference is the base model (use_reference_adapter)
         self.use_instructions(instructions)
         self.set_action_bias({})
         self.set_action_head(None)  # action_head=standardized: set_action_head / load_action_head
@@ -90,9 +93,35 @@ class ActorCritic:
         recomputes the stored decisions over the cached prefix."""
         self.builder = PromptBuilder(self.tokenizer, instructions)
         self.bottom_prefix = self.split.bottom_prefix(self.builder.prefix_ids)
-        with torch.no_grad(), self.model.disable_adapter():
+        with torch.no_grad(), self._reference_policy():
             self.reference_prefix = self.split.top_prefix(self.bottom_prefix)
         self.refresh()
+
+    def use_reference_adapter(self, adapter: Path) -> None:
+        """Measure the KL term against the policy of ``adapter`` (a saved adapter directory, loaded frozen beside
+        the trained one) instead of the base model's."""
+        _check_adapter_layers(adapter, self.split_layer, len(self.model.get_base_model().get_decoder().layers))
+        with quiet_peft():
+            self.model.load_adapter(str(adapter), adapter_name=REFERENCE_ADAPTER, is_trainable=False)
+        self.model.set_adapter(TRAINED_ADAPTER)  # the trained adapter stays the active, trainable one
+        self.reference_adapter = Path(adapter)
+        with torch.no_grad(), self._reference_policy():
+            self.reference_prefix = self.split.top_prefix(self.bottom_prefix)
+
+    @contextmanager
+    def _reference_policy(self) -> Iterator[None]:
+        """Inside, the model is the reference policy: the base model, or the frozen reference adapter."""
+        if self.reference_adapter is None:
+            with self.model.disable_adapter():
+                yield
+            return
+        # set_adapter also sets requires_grad: inference_mode keeps the reference frozen, and switching back makes
+        # the trained adapter trainable again (its parameters are the optimiser's, unchanged).
+        self.model.set_adapter(REFERENCE_ADAPTER, inference_mode=True)
+        try:
+            yield
+        finally:
+            self.model.set_adapter(TRAINED_ADAPTER)
 
     def _peft(self, base: Any, config: PPOLoRAConfig, num_layers: int, adapter: Path | None) -> Any:
         from peft import LoraConfig, PeftModel, get_peft_model
@@ -202,10 +231,10 @@ class ActorCritic:
         """Continuation log-probs and values from the split hidden states.
 
         ``rollout``: current adapter, cached prefix, no gradients. ``train``: current adapter with gradients
-        through the prefix too. ``reference``: adapter disabled, no gradients.
+        through the prefix too. ``reference``: the reference policy (:meth:`_reference_policy`), no gradients.
         """
         if which == "reference":
-            with torch.no_grad(), self.model.disable_adapter():
+            with torch.no_grad(), self._reference_policy():
                 out = self.split.top(hidden, batch, self.reference_prefix)
             return out, torch.zeros(hidden.shape[0], device=hidden.device)
         if which == "rollout":
@@ -217,8 +246,8 @@ class ActorCritic:
         return self._with_action_head(out, batch), self.value(out)
 
     def _with_action_head(self, out: PackedOutput, batch: PackedBatch) -> PackedOutput:
-        """``out`` with the action head's offsets per continuation (the reference pass has none: it is the base
-        model's policy)."""
+        """``out`` with the action head's offsets per continuation (the reference pass has none: it is the LM's
+        policy alone, the base model's or the reference adapter's)."""
         if self.action_head is not None and batch.seq_name is not None:
             out.seq_offset = self.action_head.seq_offsets(out.last_hidden, batch.seq_row, batch.seq_name)
         return out

@@ -28,7 +28,13 @@ from llm_gym.agents.ppo_lora.calibration import (
     load_action_bias,
     mean_probabilities,
 )
-from llm_gym.agents.ppo_lora.checkpoint import Counters, init_checkpoint, load_checkpoint, save_checkpoint
+from llm_gym.agents.ppo_lora.checkpoint import (
+    Counters,
+    init_checkpoint,
+    load_checkpoint,
+    reference_adapter,
+    save_checkpoint,
+)
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.engine import EngineStoppedError, RolloutEngine, require_vllm
 from llm_gym.agents.ppo_lora.model import ADAPTER_DIR, VALUE_HEAD_FILE, ActorCritic
@@ -202,6 +208,9 @@ def train(
     strategy = strategy_for(config)
     resume = run.resumed_from
     ac = initial_actor_critic(config, traits.instructions, resume)
+    with_reference = config.kl_coef > 0 or config.kl_target > 0
+    if with_reference and config.kl_reference == "start" and config.init_adapter:
+        ac.use_reference_adapter(reference_adapter(run.path, config.init_adapter, resumed=resume is not None))
     if config.action_prior == "calibrated" and not resume and not ac.action_bias:
         calibrate(ac, env, config, run)
     if config.action_head == "standardized" and not resume and ac.action_head is None:
@@ -218,7 +227,6 @@ def train(
         env, config.num_envs, text_actions=strategy.text_actions, max_episode_steps=config.max_episode_steps
     )
     stepper = EnvStepper(vector_env, seed=config.seed, sampler=sampler)
-    with_reference = config.kl_coef > 0 or config.kl_target > 0
     if resume:
         counters, next_done, env_state = load_checkpoint(resume, ac, optimizer, scheduler, generator)
         ac.refresh()

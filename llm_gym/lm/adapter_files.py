@@ -16,7 +16,8 @@ def save_adapter(model: Any, directory: Path) -> None:
     """
     from peft.utils import CONFIG_NAME  # the file name peft writes and reads
 
-    model.save_pretrained(str(directory))
+    # The active adapter alone: ppo_lora's frozen reference adapter (kl_reference=start) is not part of the policy.
+    model.save_pretrained(str(directory), selected_adapters=[model.active_adapter])
     config = model.peft_config[model.active_adapter]
     path = directory / CONFIG_NAME
     saved = json.loads(path.read_text())
