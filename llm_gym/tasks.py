@@ -6,6 +6,8 @@ env with ``sampler.next_options()`` and calls ``sampler.report(options, stats)``
 learner built on it gets curricula and replay without code of its own.
 
 * :class:`UniformTaskSampler`: task ids uniform over one inclusive range, with fixed extra options.
+* :class:`OptionsMix`: each episode one of a fixed list of option sets (say, the opponents to train against), drawn
+  uniformly; it keeps each set's episodes and mean return.
 * :class:`StagedCurriculum`: stages, each a task range plus options; the next stage starts when the success rate
   over the last ``window`` episodes of the current stage reaches its threshold; optional demotion below a floor.
 * :class:`FailureReplay`: wraps any sampler; failed tasks go into a buffer and come back with probability
@@ -162,6 +164,57 @@ class UniformTaskSampler:
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         _set_rng_state(self.rng, state["rng"])
         self.episodes, self.successes = int(state["episodes"]), int(state["successes"])
+
+
+# -- a mix of option sets ---------------------------------------------------------------------------------------------
+
+
+class OptionsMix:
+    """Each episode's reset options: one of ``choices`` (dicts of reset options, e.g. ``{"opponent": "mcts"}``), drawn
+    uniformly with its own seeded generator. Per choice it counts the episodes and sums their returns, so a run can
+    tell how it fares against each. It names no task range: an evaluation keeps the env's own defaults."""
+
+    def __init__(self, choices: Sequence[Mapping[str, Any]], *, seed: int = 0) -> None:
+        if not choices:
+            raise ConfigError('an options mix needs at least one set of reset options, e.g. [{"opponent": "random"}]')
+        bad = [c for c in choices if not isinstance(c, Mapping)]
+        if bad:
+            raise ConfigError(f'each set of reset options must be a dict like {{"opponent": "mcts"}}, got {bad[0]!r}')
+        self.choices = [dict(c) for c in choices]
+        self.keys = [options_key(c) for c in self.choices]
+        self.rng = random.Random(seed)
+        self.episodes = [0] * len(self.choices)
+        self.return_sums = [0.0] * len(self.choices)
+
+    def next_options(self) -> dict[str, Any]:
+        return dict(self.choices[self.rng.randrange(len(self.choices))])
+
+    def report(self, options: dict[str, Any] | None, stats: Mapping[str, float]) -> None:
+        key = options_key(options)
+        if key in self.keys:  # options from elsewhere (none in a run the mix picks for) are not counted
+            index = self.keys.index(key)
+            self.episodes[index] += 1
+            self.return_sums[index] += float(stats.get("return", 0.0))
+
+    def tallies(self) -> list[dict[str, Any]]:
+        """Per choice: its options, the episodes played with them and their mean return (None before any)."""
+        return [
+            {"options": c, "episodes": n, "mean_return": (total / n) if n else None}
+            for c, n, total in zip(self.choices, self.episodes, self.return_sums, strict=True)
+        ]
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"rng": _rng_state(self.rng), "episodes": list(self.episodes), "return_sums": list(self.return_sums)}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        _set_rng_state(self.rng, state["rng"])
+        if len(state["episodes"]) != len(self.choices):
+            raise ConfigError(
+                f"the checkpoint's options mix has {len(state['episodes'])} choices, this run {len(self.choices)}: "
+                "resume with the same episode_options"
+            )
+        self.episodes = [int(n) for n in state["episodes"]]
+        self.return_sums = [float(x) for x in state["return_sums"]]
 
 
 # -- staged curriculum -------------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import pytest
 from llm_gym.errors import ConfigError
 from llm_gym.tasks import (
     FailureReplay,
+    OptionsMix,
     Stage,
     StagedCurriculum,
     TaskRange,
@@ -53,6 +54,32 @@ def test_uniform_draws_the_same_ids_as_random_randint_and_resumes_exactly():
     again = UniformTaskSampler(TaskRange(100, 199), {"opponent": "random"}, seed=99)
     again.load_state_dict(state)
     assert [again.next_options() for _ in range(5)] == expected
+
+
+def test_options_mix_draws_uniformly_tallies_per_choice_and_resumes_exactly():
+    choices = [{"opponent": "random"}, {"opponent": "mcts", "mcts": {"simulations": 10}}]
+    mix = OptionsMix(choices, seed=5)
+    assert isinstance(mix, TaskSampler) and not hasattr(mix, "evaluation_tasks")  # evaluation keeps the env's own
+    reference = random.Random(5)
+    drawn = [mix.next_options() for _ in range(200)]
+    assert drawn == [choices[reference.randrange(2)] for _ in range(200)]
+    assert 80 < sum(d["opponent"] == "mcts" for d in drawn) < 120
+    drawn[0]["opponent"] = "changed"  # a caller's copy, not the mix's own
+    assert mix.next_options()["opponent"] in ("random", "mcts")
+    for options, result in ((choices[0], 1.0), (choices[0], 0.0), (choices[1], -1.0), ({"opponent": "x"}, 1.0)):
+        mix.report(dict(options), {"return": result})
+    assert [(t["episodes"], t["mean_return"]) for t in mix.tallies()] == [(2, 0.5), (1, -1.0)]
+    state = json.loads(json.dumps(mix.state_dict()))
+    expected = [mix.next_options() for _ in range(5)]
+    again = OptionsMix(choices, seed=99)
+    again.load_state_dict(state)
+    assert [again.next_options() for _ in range(5)] == expected and again.tallies() == mix.tallies()
+    with pytest.raises(ConfigError, match="same episode_options"):
+        OptionsMix(choices[:1]).load_state_dict(state)
+    with pytest.raises(ConfigError, match="at least one"):
+        OptionsMix([])
+    with pytest.raises(ConfigError, match="must be a dict"):
+        OptionsMix(["random"])
 
 
 def _stages(window: int = 4, demote_below: float | None = None) -> list[Stage]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from llm_gym.config import training_only
 from llm_gym.lm.agent_config import LocalLMConfig
@@ -26,6 +26,11 @@ class PPOLoRAConfig(LocalLMConfig):
     """Envs stepped in lockstep; every step is one batched LM call for all of them."""
     num_steps: int = training_only(32)
     """Steps per env between updates (a rollout holds num_envs * num_steps decisions)."""
+    episode_options: tuple[dict[str, Any], ...] = training_only(())
+    """Each training episode resets with one of these sets of reset options, drawn uniformly (its own generator,
+    seeded by seed): e.g. '[{"opponent": "random"}, {"opponent": "mcts"}]' trains an OpenSpiel game against both
+    opponents at once, each episode against one. The summary reports episodes and mean return per set. ():
+    the env's own options. Evaluation keeps the env's own. Not with a curriculum, whose sampler picks the options."""
     max_episode_steps: int = training_only(0)
     """Cut a training episode after this many steps (bootstrapped as a time limit); 0: the env's own limit."""
     start_spread: int = training_only(0)

@@ -62,7 +62,7 @@ from llm_gym.rl import (
 from llm_gym.runs import Run
 from llm_gym.stats import mean_ci95
 from llm_gym.stepping import EnvStepper, make_vector_env
-from llm_gym.tasks import TaskSampler
+from llm_gym.tasks import OptionsMix, TaskSampler
 
 EVAL_SEED_OFFSET = 10_000
 """Evaluation episodes use seeds seed + 10,000 + i: the same at every evaluation, apart from training's first ones."""
@@ -201,6 +201,13 @@ def train(
             "start_spread plays random actions before the first rollout, and those episodes would feed the "
             "curriculum's task statistics; leave start_spread at 0 with a curriculum"
         )
+    if config.episode_options:
+        if sampler is not None:
+            raise ConfigError(
+                "episode_options picks each training episode's reset options, and so does the curriculum's sampler: "
+                "set the options in the curriculum's stages instead"
+            )
+        sampler = OptionsMix(config.episode_options, seed=config.seed)
     env = training.training_env(env)  # Atari: FIRE on reset, a life loss ends the episode (docs/atari.md)
     configure_threads(config.threads)
     torch.manual_seed(config.starting_seed)  # the fresh LoRA and value head draw from it
@@ -391,6 +398,8 @@ def train(
         "mean_return": training.recent_train_mean(counters.train_history, 1),
         "mean_raw_return": training.recent_train_mean(counters.train_history, 2),
         "videos": sorted(str(p) for p in run.videos_dir.glob("*.mp4")) if run.videos_dir.is_dir() else [],
+        # episode_options: per set, the training episodes played with it and their mean return (the whole run)
+        "episode_options": sampler.tallies() if isinstance(sampler, OptionsMix) else None,
     }
     if config.progress:
         _print_summary(summary)
@@ -435,6 +444,9 @@ def _print_summary(summary: dict[str, Any]) -> None:
         console.print(
             f"training episodes, last rollouts: return {summary['mean_return']:.2f}, game score {summary['mean_raw_return']:.2f}"
         )
+    for tally in summary["episode_options"] or ():
+        mean = "-" if tally["mean_return"] is None else f"{tally['mean_return']:.2f}"
+        console.print(f"training episodes with {tally['options']}: {tally['episodes']}, mean return {mean}")
     console.print(f"checkpoint: {summary['checkpoint']}")
     for video in summary["videos"][-1:]:
         console.print(f"video: {video}")
