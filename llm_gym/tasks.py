@@ -7,7 +7,7 @@ learner built on it gets curricula and replay without code of its own.
 
 * :class:`UniformTaskSampler`: task ids uniform over one inclusive range, with fixed extra options.
 * :class:`OptionsMix`: each episode one of a fixed list of option sets (say, the opponents to train against), drawn
-  uniformly; it keeps each set's episodes and mean return.
+  uniformly (list a set twice to draw it twice as often); it keeps each set's episodes and mean return.
 * :class:`StagedCurriculum`: stages, each a task range plus options; the next stage starts when the success rate
   over the last ``window`` episodes of the current stage reaches its threshold; optional demotion below a floor.
 * :class:`FailureReplay`: wraps any sampler; failed tasks go into a buffer and come back with probability
@@ -171,8 +171,9 @@ class UniformTaskSampler:
 
 class OptionsMix:
     """Each episode's reset options: one of ``choices`` (dicts of reset options, e.g. ``{"opponent": "mcts"}``), drawn
-    uniformly with its own seeded generator. Per choice it counts the episodes and sums their returns, so a run can
-    tell how it fares against each. It names no task range: an evaluation keeps the env's own defaults."""
+    uniformly with its own seeded generator; a set listed twice is drawn twice as often. Per distinct set it counts
+    the episodes and sums their returns, so a run can tell how it fares against each. It names no task range: an
+    evaluation keeps the env's own defaults."""
 
     def __init__(self, choices: Sequence[Mapping[str, Any]], *, seed: int = 0) -> None:
         if not choices:
@@ -181,10 +182,10 @@ class OptionsMix:
         if bad:
             raise ConfigError(f'each set of reset options must be a dict like {{"opponent": "mcts"}}, got {bad[0]!r}')
         self.choices = [dict(c) for c in choices]
-        self.keys = [options_key(c) for c in self.choices]
+        self.keys = list(dict.fromkeys(options_key(c) for c in self.choices))  # the distinct sets, in list order
         self.rng = random.Random(seed)
-        self.episodes = [0] * len(self.choices)
-        self.return_sums = [0.0] * len(self.choices)
+        self.episodes = [0] * len(self.keys)
+        self.return_sums = [0.0] * len(self.keys)
 
     def next_options(self) -> dict[str, Any]:
         return dict(self.choices[self.rng.randrange(len(self.choices))])
@@ -197,22 +198,29 @@ class OptionsMix:
             self.return_sums[index] += float(stats.get("return", 0.0))
 
     def tallies(self) -> list[dict[str, Any]]:
-        """Per choice: its options, the episodes played with them and their mean return (None before any)."""
+        """Per distinct set: its options, its share of the draws, the episodes played with it and their mean
+        return (None before any)."""
+        listed = [options_key(c) for c in self.choices]
         return [
-            {"options": c, "episodes": n, "mean_return": (total / n) if n else None}
-            for c, n, total in zip(self.choices, self.episodes, self.return_sums, strict=True)
+            {
+                "options": json.loads(key),
+                "share": listed.count(key) / len(listed),
+                "episodes": n,
+                "mean_return": (total / n) if n else None,
+            }
+            for key, n, total in zip(self.keys, self.episodes, self.return_sums, strict=True)
         ]
 
     def state_dict(self) -> dict[str, Any]:
         return {"rng": _rng_state(self.rng), "episodes": list(self.episodes), "return_sums": list(self.return_sums)}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        _set_rng_state(self.rng, state["rng"])
-        if len(state["episodes"]) != len(self.choices):
+        if len(state["episodes"]) != len(self.keys):
             raise ConfigError(
-                f"the checkpoint's options mix has {len(state['episodes'])} choices, this run {len(self.choices)}: "
+                f"the checkpoint's options mix has {len(state['episodes'])} distinct sets, this run {len(self.keys)}: "
                 "resume with the same episode_options"
             )
+        _set_rng_state(self.rng, state["rng"])
         self.episodes = [int(n) for n in state["episodes"]]
         self.return_sums = [float(x) for x in state["return_sums"]]
 

@@ -68,7 +68,7 @@ def test_options_mix_draws_uniformly_tallies_per_choice_and_resumes_exactly():
     assert mix.next_options()["opponent"] in ("random", "mcts")
     for options, result in ((choices[0], 1.0), (choices[0], 0.0), (choices[1], -1.0), ({"opponent": "x"}, 1.0)):
         mix.report(dict(options), {"return": result})
-    assert [(t["episodes"], t["mean_return"]) for t in mix.tallies()] == [(2, 0.5), (1, -1.0)]
+    assert [(t["episodes"], t["mean_return"], t["share"]) for t in mix.tallies()] == [(2, 0.5, 0.5), (1, -1.0, 0.5)]
     state = json.loads(json.dumps(mix.state_dict()))
     expected = [mix.next_options() for _ in range(5)]
     again = OptionsMix(choices, seed=99)
@@ -76,6 +76,9 @@ def test_options_mix_draws_uniformly_tallies_per_choice_and_resumes_exactly():
     assert [again.next_options() for _ in range(5)] == expected and again.tallies() == mix.tallies()
     with pytest.raises(ConfigError, match="same episode_options"):
         OptionsMix(choices[:1]).load_state_dict(state)
+    weighted = OptionsMix([choices[0], choices[0], choices[0], choices[1]], seed=1)  # random three times as often
+    assert 130 < sum(weighted.next_options()["opponent"] == "random" for _ in range(200)) < 170
+    assert [(t["options"], t["share"]) for t in weighted.tallies()] == [(choices[0], 0.75), (choices[1], 0.25)]
     with pytest.raises(ConfigError, match="at least one"):
         OptionsMix([])
     with pytest.raises(ConfigError, match="must be a dict"):
