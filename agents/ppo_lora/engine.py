@@ -107,7 +107,8 @@ class RolloutEngine:
         """Serve ``ac``'s adapter from the next request on: saved into a fresh directory, handed over as a new
         version. Returns that version."""
         directory = self._workdir / f"update-{self.syncs}"
-        ac.model.save_pretrained(str(directory))
+        # The trained adapter alone (kl_reference=start keeps a frozen reference adapter beside it).
+        ac.model.save_pretrained(str(directory), selected_adapters=[ac.model.active_adapter])
         self.version = self.backend.set_adapter(str(directory))
         self.syncs += 1
         # The engine reads an adapter when the first request naming its version arrives, so the one served until
