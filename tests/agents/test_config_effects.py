@@ -117,6 +117,8 @@ def other_value(config: Any, name: str) -> list[Any]:
         return [f"{value}-other" if value else "not-used-in-play"]
     if isinstance(value, tuple) and value:
         return [value[:1]]
+    if value == () and args and typing.get_origin(args[0]) is dict:  # an empty tuple of dicts (episode_options)
+        return [({},)]
     return []
 
 
