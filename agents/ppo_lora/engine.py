@@ -38,6 +38,7 @@ import numpy as np
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.errors import ConfigError, LLMGymError, MissingDependencyError
+from llm_gym.lm.adapter_files import save_adapter
 from llm_gym.lm.backends import Completion, GenerateRequest, ScoreRequest
 from llm_gym.lm.backends.vllm_backend import INSTALL_HINT, EngineStoppedError, VLLMBackend, vllm_available
 
@@ -107,8 +108,7 @@ class RolloutEngine:
         """Serve ``ac``'s adapter from the next request on: saved into a fresh directory, handed over as a new
         version. Returns that version."""
         directory = self._workdir / f"update-{self.syncs}"
-        # The trained adapter alone (kl_reference=start keeps a frozen reference adapter beside it).
-        ac.model.save_pretrained(str(directory), selected_adapters=[ac.model.active_adapter])
+        save_adapter(ac.model, directory)  # the trained adapter alone, as a checkpoint holds it
         self.version = self.backend.set_adapter(str(directory))
         self.syncs += 1
         # The engine reads an adapter when the first request naming its version arrives, so the one served until
