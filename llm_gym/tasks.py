@@ -182,7 +182,11 @@ class OptionsMix:
         if bad:
             raise ConfigError(f'each set of reset options must be a dict like {{"opponent": "mcts"}}, got {bad[0]!r}')
         self.choices = [dict(c) for c in choices]
-        self.keys = list(dict.fromkeys(options_key(c) for c in self.choices))  # the distinct sets, in list order
+        listed = [options_key(c) for c in self.choices]
+        self.keys = list(dict.fromkeys(listed))  # the distinct sets, in list order
+        self.shares = [
+            listed.count(key) / len(listed) for key in self.keys
+        ]  # a set listed twice is drawn twice as often
         self.rng = random.Random(seed)
         self.episodes = [0] * len(self.keys)
         self.return_sums = [0.0] * len(self.keys)
@@ -200,15 +204,14 @@ class OptionsMix:
     def tallies(self) -> list[dict[str, Any]]:
         """Per distinct set: its options, its share of the draws, the episodes played with it and their mean
         return (None before any)."""
-        listed = [options_key(c) for c in self.choices]
         return [
             {
                 "options": json.loads(key),
-                "share": listed.count(key) / len(listed),
+                "share": share,
                 "episodes": n,
                 "mean_return": (total / n) if n else None,
             }
-            for key, n, total in zip(self.keys, self.episodes, self.return_sums, strict=True)
+            for key, share, n, total in zip(self.keys, self.shares, self.episodes, self.return_sums, strict=True)
         ]
 
     def state_dict(self) -> dict[str, Any]:

@@ -65,6 +65,7 @@ class ActorCritic:
         for parameter in base.parameters():
             parameter.requires_grad_(False)
         num_layers = len(base.get_decoder().layers)
+        self.num_layers = num_layers  # a reference adapter loaded later is checked against it
         top = config.trainable_layers if 0 < config.trainable_layers < num_layers else num_layers
         self.split_layer = num_layers - top
         with quiet_peft():
@@ -100,7 +101,7 @@ class ActorCritic:
     def use_reference_adapter(self, adapter: Path) -> None:
         """Measure the KL term against the policy of ``adapter`` (a saved adapter directory, loaded frozen beside
         the trained one) instead of the base model's."""
-        _check_adapter_layers(adapter, self.split_layer, len(self.model.get_base_model().get_decoder().layers))
+        _check_adapter_layers(adapter, self.split_layer, self.num_layers)
         with quiet_peft():
             self.model.load_adapter(str(adapter), adapter_name=REFERENCE_ADAPTER, is_trainable=False)
         self.model.set_adapter(TRAINED_ADAPTER)  # the trained adapter stays the active, trainable one
