@@ -6,6 +6,9 @@
 # With WALK=1 each round also walks the checkpoint against every opponent reply (`llm-gym demos --all-replies`,
 # MCTS text) and adds the corrected lines of the walk's suboptimal positions (`ttt_audit.py --walk --failed-out`) to
 # the repeated ones: the positions past the checkpoint's own mistakes, which the solver's tree never reaches.
+# With ACCUMULATE=1 each round repeats every earlier round's failed lines too, so a position fixed in one round is
+# still trained on in the next (without it, a round's change of move can bring back a mistake fixed before), and a
+# position that keeps failing gets more weight each round.
 #
 #   scripts/ttt_focus_rounds.sh START_CHECKPOINT TREE.jsonl OUT_DIR ROUNDS [REPEAT=3] [-- EXTRA TRAIN ARGS]
 #
@@ -51,6 +54,12 @@ for ((k = 1; k <= rounds; k++)); do
   if [[ -n ${WALK:-} ]]; then
     walk "$checkpoint" "$dir/walk"
     failed+=("$dir/walk_failed.jsonl")
+  fi
+  if [[ -n ${ACCUMULATE:-} ]]; then
+    for ((j = 1; j < k; j++)); do
+      failed+=("$out/round_$j/failed.jsonl")
+      [[ -n ${WALK:-} ]] && failed+=("$out/round_$j/walk_failed.jsonl")
+    done
   fi
   grep -F 'played by an MCTS player' "$tree" > "$dir/demos.jsonl" || { echo "no MCTS-text lines in $tree" >&2; exit 2; }
   for ((r = 0; r < repeat; r++)); do cat "${failed[@]}" >> "$dir/demos.jsonl"; done

@@ -164,3 +164,25 @@ def test_focus_rounds_train_on_the_failures_and_the_walks_and_resume(
     second = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
     assert "last checkpoint" in first.stdout and second.stdout.splitlines()[-1] == first.stdout.splitlines()[-1]
     assert "resuming" not in second.stdout + second.stderr  # the finished run was skipped, not retrained
+
+
+def test_accumulated_focus_rounds_repeat_every_earlier_rounds_failures(
+    tiny_checkpoint: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """With ACCUMULATE=1, round 2's demos are the tree plus its own failures and round 1's, each REPEAT times: a
+    position fixed in round 1 is still trained on in round 2."""
+    full, model, checkpoint = tiny_checkpoint
+    tree = tmp_path / "tree.jsonl"
+    tree.write_text("".join(full.read_text().splitlines(keepends=True)[:30]))
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PYTHON": sys.executable, "LLM_GYM": str(bin_dir / "llm-gym"), "ACCUMULATE": "1"}
+    env.pop("WALK", None)
+    tiny = ["--set", f"model={model}", "--set", "dtype=float32", "--set", "threads=1", "--set", "trainable_layers=1"]
+    tiny += ["--set", "max_demos=32"]
+    out = tmp_path / "out"
+    command = ["bash", str(ROUNDS), str(checkpoint), str(tree), str(out), "2", "2", "--", *tiny]
+    subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+    failed = [len(read_demos(out / f"round_{k}" / "failed.jsonl")) for k in (1, 2)]
+    assert failed[0] > 0
+    assert len(read_demos(out / "round_1" / "demos.jsonl")) == 30 + 2 * failed[0]
+    assert len(read_demos(out / "round_2" / "demos.jsonl")) == 30 + 2 * (failed[1] + failed[0])
