@@ -10,8 +10,13 @@
 # Within a 15-minute GPU lease (the history=1 run of docs/results/breakout_sft.md, there with 24 demo games):
 #   HISTORY=1 EVAL_GAMES=32 SFT_MICRO_BATCH=64 SFT_EVAL=0 VALUE_WARMUP=4 PPO_SECONDS=190 PPO_CHECKPOINT_EVERY=2048 \
 #   scripts/breakout_sft_ppo.sh
+# Stopped anywhere (a lease's end, a kill, SFT_SECONDS or PPO_SECONDS) and run again with the same settings, it goes
+# on where it stopped (scripts/train_stage.sh): finished stages and evaluations are kept, an unfinished training run
+# resumes from its last complete checkpoint. So a run longer than one lease can be split over several:
+#   SFT_SECONDS=600 PPO_SECONDS=600 scripts/breakout_sft_ppo.sh    # again in each lease until results.json appears
 # Results: OUT/results.json (and one JSON per evaluation in OUT/eval_*.json).
 set -euo pipefail
+source "$(cd "$(dirname "$0")" && pwd)/train_stage.sh"
 
 OUT=${OUT:-runs/breakout_sft_ppo}
 LLM_GYM=${LLM_GYM:-.venv/bin/llm-gym}
@@ -27,6 +32,7 @@ NUM_ENVS=${NUM_ENVS:-64}
 NUM_STEPS=${NUM_STEPS:-16}
 EVAL_GAMES=${EVAL_GAMES:-8}     # 32 to tell a policy beyond the tracker from it (docs/results/breakout_sft.md)
 PPO_SECONDS=${PPO_SECONDS:-0}  # >0: stop PPO after this many seconds and evaluate its newest checkpoint (a lease's budget)
+SFT_SECONDS=${SFT_SECONDS:-0}  # >0: stop SFT after this many seconds; the script then ends (exit 75): run it again to go on
 SFT_MICRO_BATCH=${SFT_MICRO_BATCH:-16}  # 64 on a GPU: the same batch of 64 in one pass
 SFT_EVAL=${SFT_EVAL:-4}        # sft's own greedy evaluation games (500-step cut) that choose its `best` checkpoint
 PPO_CHECKPOINT_EVERY=${PPO_CHECKPOINT_EVERY:-8192}  # env steps; with PPO_SECONDS, small enough that a cut loses little
@@ -48,19 +54,31 @@ mkdir -p "$OUT"
 [ -f "$OUT/demos.jsonl" ] || "$LLM_GYM" demos --agent scripted --env $ENV "${FIRE[@]}" ${HIST[@]+"${HIST[@]}"} --episodes "$DEMO_EPISODES" \
     --seed 0 --max-steps 1000 --num-envs 8 --out "$OUT/demos.jsonl" --json > "$OUT/demos_summary.json"
 
-# 2. SFT warm start (LoRA on the answer tokens; ppo_lora's adapter shape, so PPO can continue from it).
-[ -d "$OUT/sft/checkpoints" ] || "$LLM_GYM" train --agent sft --env $ENV "${FIRE[@]}" ${HIST[@]+"${HIST[@]}"} --seed "$SEED" \
+# 2. SFT warm start (LoRA on the answer tokens; ppo_lora's adapter shape, so PPO can continue from it). PPO and the
+#    evaluations need the finished run: a stopped one ends the script here.
+status=0
+train_stage "$OUT/sft" "$SFT_SECONDS" "$LLM_GYM" train --agent sft --env $ENV "${FIRE[@]}" ${HIST[@]+"${HIST[@]}"} --seed "$SEED" \
     --set demos="$OUT/demos.jsonl" --set max_demos="$MAX_DEMOS" --set epochs="$SFT_EPOCHS" --set learning_rate="$SFT_LR" --set batch_size=64 --set micro_batch_size="$SFT_MICRO_BATCH" \
-    --set eval_episodes="$SFT_EVAL" --set eval_max_steps=500 --set progress=false --run-dir "$OUT/sft"
+    --set eval_episodes="$SFT_EVAL" --set eval_max_steps=500 --set progress=false || status=$?
+if [ "$status" -eq 124 ]; then
+    echo "SFT stopped after ${SFT_SECONDS} s at its last checkpoint; run this script again to go on" >&2
+    exit 75
+fi
+[ "$status" -eq 0 ] || exit "$status"
 
 SFT_CKPT="$OUT/sft/checkpoints/best"   # the best of sft's own evaluations; with SFT_EVAL=0 its newest checkpoint
 [ -d "$SFT_CKPT" ] || SFT_CKPT="$OUT/sft"
 
-# 3. The same evaluation for the SFT checkpoint, the demonstrator and the zero-shot model.
-"$LLM_GYM" play --checkpoint "$SFT_CKPT" --env $ENV "${FIRE[@]}" ${HIST[@]+"${HIST[@]}"} "${EVAL[@]}" > "$OUT/eval_sft.json"
-"$LLM_GYM" play --agent scripted --env $ENV "${FIRE[@]}" "${EVAL[@]}" > "$OUT/eval_scripted.json"
-[ -f "$OUT/eval_zero_shot.json" ] || "$LLM_GYM" play --agent lm --env $ENV "${FIRE[@]}" "${EVAL[@]}" \
-    > "$OUT/eval_zero_shot.json"
+# 3. The same evaluation for the SFT checkpoint, the demonstrator and the zero-shot model; each written whole (a
+#    .tmp file renamed), so one that exists is complete and is kept when the script runs again.
+evaluate() {  # NAME PLAY_ARGS...: OUT/eval_NAME.json
+    [ -f "$OUT/eval_$1.json" ] && return
+    "$LLM_GYM" play "${@:2}" --env $ENV "${FIRE[@]}" "${EVAL[@]}" > "$OUT/eval_$1.json.tmp"
+    mv "$OUT/eval_$1.json.tmp" "$OUT/eval_$1.json"
+}
+evaluate sft --checkpoint "$SFT_CKPT" ${HIST[@]+"${HIST[@]}"}
+evaluate scripted --agent scripted
+evaluate zero_shot --agent lm
 
 # 4. PPO from the SFT adapter (and value head), trained with FIRE on reset and life-loss episode ends (the
 #    training defaults), on the game's own reward. kl_coef=0, as measured: when this script was written the
@@ -69,16 +87,23 @@ SFT_CKPT="$OUT/sft/checkpoints/best"   # the best of sft's own evaluations; with
 #    A small learning rate and no entropy bonus: the warm start is nearly deterministic (policy entropy ~0.15 nats)
 #    and PPO is to refine it, not to re-explore. No evaluation during training (each costs 16,000 greedy and sampled
 #    decisions); the last checkpoint is evaluated below.
-LIMIT=()
-[ "$PPO_SECONDS" -gt 0 ] && LIMIT=(timeout "$PPO_SECONDS")
-# With PPO_SECONDS the run is cut (exit 124) and its newest complete checkpoint is what the evaluation plays.
-[ -f "$OUT/ppo/summary.json" ] || ${LIMIT[@]+"${LIMIT[@]}"} "$LLM_GYM" train --agent ppo_lora --env $ENV ${HIST[@]+"${HIST[@]}"} --seed "$SEED" \
+# With PPO_SECONDS the run is cut (exit 124) and its newest complete checkpoint is what the evaluation plays; run
+# again, PPO resumes from that checkpoint and the evaluation is played anew.
+status=0
+train_stage "$OUT/ppo" "$PPO_SECONDS" "$LLM_GYM" train --agent ppo_lora --env $ENV ${HIST[@]+"${HIST[@]}"} --seed "$SEED" \
     --set init_adapter="$SFT_CKPT" --set total_steps="$PPO_STEPS" --set num_envs="$NUM_ENVS" \
     --set num_steps="$NUM_STEPS" --set learning_rate="$PPO_LR" --set kl_coef=0 --set entropy_coef=0 \
     --set value_warmup_updates="$VALUE_WARMUP" \
-    --set checkpoint_every="$PPO_CHECKPOINT_EVERY" --set eval_episodes=0 --set video=false --set progress=false --run-dir "$OUT/ppo" \
-    || { rc=$?; [ "$rc" -eq 124 ] && [ "$PPO_SECONDS" -gt 0 ] || exit "$rc"; echo "PPO stopped after ${PPO_SECONDS} s"; }
-"$LLM_GYM" play --checkpoint "$OUT/ppo" --env $ENV "${FIRE[@]}" ${HIST[@]+"${HIST[@]}"} "${EVAL[@]}" > "$OUT/eval_ppo_last.json"
+    --set checkpoint_every="$PPO_CHECKPOINT_EVERY" --set eval_episodes=0 --set video=false --set progress=false \
+    || status=$?
+[ "$status" -eq 124 ] && echo "PPO stopped after ${PPO_SECONDS} s; its newest checkpoint is evaluated" >&2
+[ "$status" -eq 0 ] || [ "$status" -eq 124 ] || exit "$status"
+if ! compgen -G "$OUT/ppo/checkpoints/step_*" > /dev/null; then
+    echo "PPO stopped before its first checkpoint; run this script again to go on" >&2
+    exit 75
+fi
+rm -f "$OUT/eval_ppo_last.json"
+evaluate ppo_last --checkpoint "$OUT/ppo" ${HIST[@]+"${HIST[@]}"}
 
 # 5. One table: mean game score ± 95% CI per player.
 python3 - "$OUT" <<'EOF'

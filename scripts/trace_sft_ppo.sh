@@ -15,6 +15,10 @@
 # (OUT/eval_<stage>_answers.jsonl), which `python scripts/trace_answer_lines.py` breaks down line by line, and
 # `scripts/trace_teacher_forced.py` gives each checkpoint's loss and top-1 accuracy per answer part on the held-out
 # tasks' ground-truth answers (OUT/eval_<stage>_teacher_forced.json; TEACHER_FORCED=0 skips it).
+# Stopped anywhere (a lease's end, a kill, SFT_SECONDS or PPO_SECONDS) and run again with the same settings, it goes
+# on where it stopped (scripts/train_stage.sh): the demos, a finished stage and the sft evaluation are kept, an
+# unfinished training run resumes from its last complete checkpoint. A run longer than one lease:
+#   SFT_SECONDS=600 PPO_SECONDS=600 PPO_STEPS=4096 scripts/trace_sft_ppo.sh   # again in each lease until it ends
 set -euo pipefail
 
 OUT=${OUT:-runs/trace_sft_ppo}
@@ -35,7 +39,10 @@ PPO_LR=${PPO_LR:-1e-5}
 NUM_ENVS=${NUM_ENVS:-64}
 VALUE_WARMUP=${VALUE_WARMUP:-4}  # sft's value head learnt 1.0 everywhere (ground truth is always exact)
 TEACHER_FORCED=${TEACHER_FORCED:-1}
+SFT_SECONDS=${SFT_SECONDS:-0}  # >0: stop sft after this many seconds; the script then ends (exit 75): run it again
+PPO_SECONDS=${PPO_SECONDS:-0}  # >0: stop PPO after this many seconds and evaluate its newest checkpoint
 SCRIPTS=$(cd "$(dirname "$0")" && pwd)
+source "$SCRIPTS/train_stage.sh"
 if [ -z "${PYTHON:-}" ]; then  # the interpreter that has llm_gym: the one beside llm-gym in a venv
     PYTHON=python3; [ -x "$(dirname "$LLM_GYM")/python" ] && PYTHON="$(dirname "$LLM_GYM")/python"
 fi
@@ -84,14 +91,23 @@ print(f"demos: dropped {dropped} whose task is held out", file=sys.stderr)
     rm -f "$OUT"/demos_*.jsonl
 fi
 
-# 2. sft: answer tokens only; no evaluation inside the run (step 3 is the evaluation).
-[ -d "$OUT/sft/checkpoints" ] || "$LLM_GYM" train --agent sft "${ENV[@]}" --seed "$SEED" --run-dir "$OUT/sft" \
+# 2. sft: answer tokens only; no evaluation inside the run (step 3 is the evaluation). A stopped run ends the
+#    script here: the evaluation and PPO need the finished one.
+status=0
+train_stage "$OUT/sft" "$SFT_SECONDS" "$LLM_GYM" train --agent sft "${ENV[@]}" --seed "$SEED" \
     --set demos="$OUT/demos.jsonl" "${MODEL[@]}" --set epochs="$EPOCHS" --set learning_rate="$SFT_LR" \
-    --set batch_size=32 --set eval_episodes=0 --set progress=false
+    --set batch_size=32 --set eval_episodes=0 --set progress=false || status=$?
+if [ "$status" -eq 124 ]; then
+    echo "sft stopped after ${SFT_SECONDS} s at its last checkpoint; run this script again to go on" >&2
+    exit 75
+fi
+[ "$status" -eq 0 ] || exit "$status"
 
 # 3. Exact match and partial credit of a checkpoint on the held-out tasks (greedy); the partial-credit pass records
-#    the answers as demos lines (their reward is the partial credit).
+#    the answers as demos lines (their reward is the partial credit). OUT/eval_NAME.done marks a finished
+#    evaluation, which a second call skips.
 evaluate() {  # NAME CHECKPOINT
+    [ -f "$OUT/eval_$1.done" ] && return
     "$LLM_GYM" play --checkpoint "$2" "${ENV[@]}" --episodes "$EVAL_TASKS" --seed 10000 --num-envs "$EVAL_TASKS" \
         --json > "$OUT/eval_$1_exact.json"
     rm -f "$OUT/eval_$1_answers.jsonl"
@@ -101,16 +117,25 @@ evaluate() {  # NAME CHECKPOINT
         "$PYTHON" "$SCRIPTS/trace_teacher_forced.py" "$2" "$OUT/heldout_demos.jsonl" --demos "$EVAL_TASKS" --json \
             > "$OUT/eval_$1_teacher_forced.json"
     fi
+    touch "$OUT/eval_$1.done"
 }
 evaluate sft "$OUT/sft"
 
 # 4. PPO on partial credit from the sft adapter (and value head, re-fitted first: value_warmup_updates).
 if [ "$PPO_STEPS" -gt 0 ]; then
-    [ -f "$OUT/ppo/summary.json" ] || "$LLM_GYM" train --agent ppo_lora "${ENV[@]}" --env-arg scoring=partial \
-        --seed "$SEED" --run-dir "$OUT/ppo" "${MODEL[@]}" --set init_adapter="$OUT/sft" \
+    status=0
+    train_stage "$OUT/ppo" "$PPO_SECONDS" "$LLM_GYM" train --agent ppo_lora "${ENV[@]}" --env-arg scoring=partial \
+        --seed "$SEED" "${MODEL[@]}" --set init_adapter="$OUT/sft" \
         --set total_steps="$PPO_STEPS" --set num_envs="$NUM_ENVS" --set num_steps=1 --set learning_rate="$PPO_LR" \
         --set kl_coef=0 --set entropy_coef=0 --set value_warmup_updates="$VALUE_WARMUP" --set eval_episodes=0 \
-        --set checkpoint_every="$NUM_ENVS" --set progress=false
+        --set checkpoint_every="$NUM_ENVS" --set progress=false || status=$?
+    [ "$status" -eq 124 ] && echo "PPO stopped after ${PPO_SECONDS} s; its newest checkpoint is evaluated" >&2
+    [ "$status" -eq 0 ] || [ "$status" -eq 124 ] || exit "$status"
+    if ! compgen -G "$OUT/ppo/checkpoints/step_*" > /dev/null; then
+        echo "PPO stopped before its first checkpoint; run this script again to go on" >&2
+        exit 75
+    fi
+    rm -f "$OUT/eval_ppo.done"  # the PPO run may have gone on since: evaluate its newest checkpoint again
     evaluate ppo "$OUT/ppo"
 fi
 

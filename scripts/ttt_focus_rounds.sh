@@ -25,6 +25,7 @@ extra=("$@")  # more `--set k=v` for each round's `llm-gym train` (they come las
 llm_gym=${LLM_GYM:-llm-gym}
 python=${PYTHON:-python}
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/train_stage.sh"
 # walk CHECKPOINT PREFIX: PREFIX.jsonl (its moves in every position any reply reaches), PREFIX.txt (the walk's report:
 # its worst game per seat), PREFIX_audit.json and PREFIX_failed.jsonl (their corrected lines); a finished walk is kept.
 walk() {
@@ -64,18 +65,11 @@ for ((k = 1; k <= rounds; k++)); do
   grep -F 'played by an MCTS player' "$tree" > "$dir/demos.jsonl" || { echo "no MCTS-text lines in $tree" >&2; exit 2; }
   for ((r = 0; r < repeat; r++)); do cat "${failed[@]}" >> "$dir/demos.jsonl"; done
   echo "round $k: $(cat "${failed[@]}" | wc -l) failed lines, $(wc -l < "$dir/demos.jsonl") demos, from $checkpoint"
-  if [[ -f $dir/run/summary.json ]]; then
-    :
-  elif compgen -G "$dir/run/checkpoints/step_*" > /dev/null; then
-    "$llm_gym" train --resume "$dir/run"
-  else
-    rm -rf "$dir/run"  # killed before its first checkpoint: nothing to keep
-    "$llm_gym" train --agent sft --env OpenSpiel-tic_tac_toe-v0 --run-dir "$dir/run" --set seed="$k" \
-      --set demos="$dir/demos.jsonl" --set init_adapter="$checkpoint" --set trainable_layers=0 --set lora_rank=16 \
-      --set lora_alpha=32 --set epochs=1 --set batch_size=32 --set micro_batch_size=8 --set learning_rate=2e-4 \
-      --set min_lr_ratio=0.5 --set validation_fraction=0 --set eval_episodes=0 --set checkpoint_every=4 --set keep_checkpoints=2 \
-      "${extra[@]}"
-  fi
+  train_stage "$dir/run" 0 "$llm_gym" train --agent sft --env OpenSpiel-tic_tac_toe-v0 --set seed="$k" \
+    --set demos="$dir/demos.jsonl" --set init_adapter="$checkpoint" --set trainable_layers=0 --set lora_rank=16 \
+    --set lora_alpha=32 --set epochs=1 --set batch_size=32 --set micro_batch_size=8 --set learning_rate=2e-4 \
+    --set min_lr_ratio=0.5 --set validation_fraction=0 --set eval_episodes=0 --set checkpoint_every=4 --set keep_checkpoints=2 \
+    "${extra[@]}"
   checkpoint=$(ls -d "$dir"/run/checkpoints/step_* | sort -V | tail -1)
 done
 "$python" "$here/ttt_audit.py" "$checkpoint" --opponent mcts --demos "$tree" > "$out/final_audit.json"
