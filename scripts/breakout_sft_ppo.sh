@@ -61,7 +61,7 @@ train_stage "$OUT/sft" "$SFT_SECONDS" "$LLM_GYM" train --agent sft --env $ENV "$
     --set demos="$OUT/demos.jsonl" --set max_demos="$MAX_DEMOS" --set epochs="$SFT_EPOCHS" --set learning_rate="$SFT_LR" --set batch_size=64 --set micro_batch_size="$SFT_MICRO_BATCH" \
     --set eval_episodes="$SFT_EVAL" --set eval_max_steps=500 --set progress=false || status=$?
 if [ "$status" -eq 124 ]; then
-    echo "SFT stopped after ${SFT_SECONDS} s at its last checkpoint; run this script again to go on" >&2
+    echo "SFT stopped after ${SFT_SECONDS} s; run this script again to go on" >&2
     exit 75
 fi
 [ "$status" -eq 0 ] || exit "$status"

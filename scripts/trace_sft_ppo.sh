@@ -98,7 +98,7 @@ train_stage "$OUT/sft" "$SFT_SECONDS" "$LLM_GYM" train --agent sft "${ENV[@]}" -
     --set demos="$OUT/demos.jsonl" "${MODEL[@]}" --set epochs="$EPOCHS" --set learning_rate="$SFT_LR" \
     --set batch_size=32 --set eval_episodes=0 --set progress=false || status=$?
 if [ "$status" -eq 124 ]; then
-    echo "sft stopped after ${SFT_SECONDS} s at its last checkpoint; run this script again to go on" >&2
+    echo "sft stopped after ${SFT_SECONDS} s; run this script again to go on" >&2
     exit 75
 fi
 [ "$status" -eq 0 ] || exit "$status"
