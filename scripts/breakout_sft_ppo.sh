@@ -60,11 +60,7 @@ status=0
 train_stage "$OUT/sft" "$SFT_SECONDS" "$LLM_GYM" train --agent sft --env $ENV "${FIRE[@]}" ${HIST[@]+"${HIST[@]}"} --seed "$SEED" \
     --set demos="$OUT/demos.jsonl" --set max_demos="$MAX_DEMOS" --set epochs="$SFT_EPOCHS" --set learning_rate="$SFT_LR" --set batch_size=64 --set micro_batch_size="$SFT_MICRO_BATCH" \
     --set eval_episodes="$SFT_EVAL" --set eval_max_steps=500 --set progress=false || status=$?
-if [ "$status" -eq 124 ]; then
-    echo "SFT stopped after ${SFT_SECONDS} s; run this script again to go on" >&2
-    exit 75
-fi
-[ "$status" -eq 0 ] || exit "$status"
+after_stage SFT "$OUT/sft" "$status" "$SFT_SECONDS"
 
 SFT_CKPT="$OUT/sft/checkpoints/best"   # the best of sft's own evaluations; with SFT_EVAL=0 its newest checkpoint
 [ -d "$SFT_CKPT" ] || SFT_CKPT="$OUT/sft"
@@ -96,12 +92,7 @@ train_stage "$OUT/ppo" "$PPO_SECONDS" "$LLM_GYM" train --agent ppo_lora --env $E
     --set value_warmup_updates="$VALUE_WARMUP" \
     --set checkpoint_every="$PPO_CHECKPOINT_EVERY" --set eval_episodes=0 --set video=false --set progress=false \
     || status=$?
-[ "$status" -eq 124 ] && echo "PPO stopped after ${PPO_SECONDS} s; its newest checkpoint is evaluated" >&2
-[ "$status" -eq 0 ] || [ "$status" -eq 124 ] || exit "$status"
-if ! compgen -G "$OUT/ppo/checkpoints/step_*" > /dev/null; then
-    echo "PPO stopped before its first checkpoint; run this script again to go on" >&2
-    exit 75
-fi
+after_stage PPO "$OUT/ppo" "$status" "$PPO_SECONDS" newest
 rm -f "$OUT/eval_ppo_last.json"
 evaluate ppo_last --checkpoint "$OUT/ppo" ${HIST[@]+"${HIST[@]}"}
 

@@ -97,11 +97,7 @@ status=0
 train_stage "$OUT/sft" "$SFT_SECONDS" "$LLM_GYM" train --agent sft "${ENV[@]}" --seed "$SEED" \
     --set demos="$OUT/demos.jsonl" "${MODEL[@]}" --set epochs="$EPOCHS" --set learning_rate="$SFT_LR" \
     --set batch_size=32 --set eval_episodes=0 --set progress=false || status=$?
-if [ "$status" -eq 124 ]; then
-    echo "sft stopped after ${SFT_SECONDS} s; run this script again to go on" >&2
-    exit 75
-fi
-[ "$status" -eq 0 ] || exit "$status"
+after_stage sft "$OUT/sft" "$status" "$SFT_SECONDS"
 
 # 3. Exact match and partial credit of a checkpoint on the held-out tasks (greedy); the partial-credit pass records
 #    the answers as demos lines (their reward is the partial credit). OUT/eval_NAME.done marks a finished
@@ -129,12 +125,7 @@ if [ "$PPO_STEPS" -gt 0 ]; then
         --set total_steps="$PPO_STEPS" --set num_envs="$NUM_ENVS" --set num_steps=1 --set learning_rate="$PPO_LR" \
         --set kl_coef=0 --set entropy_coef=0 --set value_warmup_updates="$VALUE_WARMUP" --set eval_episodes=0 \
         --set checkpoint_every="$NUM_ENVS" --set progress=false || status=$?
-    [ "$status" -eq 124 ] && echo "PPO stopped after ${PPO_SECONDS} s; its newest checkpoint is evaluated" >&2
-    [ "$status" -eq 0 ] || [ "$status" -eq 124 ] || exit "$status"
-    if ! compgen -G "$OUT/ppo/checkpoints/step_*" > /dev/null; then
-        echo "PPO stopped before its first checkpoint; run this script again to go on" >&2
-        exit 75
-    fi
+    after_stage PPO "$OUT/ppo" "$status" "$PPO_SECONDS" newest
     rm -f "$OUT/eval_ppo.done"  # the PPO run may have gone on since: evaluate its newest checkpoint again
     evaluate ppo "$OUT/ppo"
 fi

@@ -27,3 +27,18 @@ train_stage() {
   ((seconds > 0 && status == 137)) && status=124 # the SIGKILL after the grace period: still the limit's doing
   return "$status"
 }
+
+# after_stage NAME RUN_DIR STATUS SECONDS [newest]: what a pipeline does with train_stage's STATUS. A failure ends the
+# script with its status. A stage that SECONDS stopped ends it with 75 (run the pipeline again to go on), except with
+# `newest`, where the pipeline goes on with the run's newest checkpoint as it is (if it has one).
+after_stage() {
+  local name=$1 dir=$2 status=$3 seconds=$4 newest=${5:-}
+  ((status == 0)) && return 0
+  ((status == 124)) || exit "$status"
+  if [[ -n $newest ]] && compgen -G "$dir/checkpoints/step_*" > /dev/null; then
+    echo "$name stopped after $seconds s; its newest checkpoint goes on" >&2
+    return 0
+  fi
+  echo "$name stopped after $seconds s; run this script again to go on" >&2
+  exit 75
+}
