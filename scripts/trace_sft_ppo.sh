@@ -12,9 +12,7 @@
 # per step, in a <think> block before the stdout (`llm-gym demos --set worked=true`); answers are then ~5x longer
 # (median ~330 tokens), so MAX_TOKENS defaults to 512.
 # Results: OUT/results.json (and each evaluation's JSON in OUT/); the partial-credit evaluation keeps its answers
-# (OUT/eval_<stage>_answers.jsonl), which `python scripts/trace_answer_lines.py` breaks down line by line, and
-# `scripts/trace_teacher_forced.py` gives each checkpoint's loss and top-1 accuracy per answer part on the held-out
-# tasks' ground-truth answers (OUT/eval_<stage>_teacher_forced.json; TEACHER_FORCED=0 skips it).
+# (OUT/eval_<stage>_answers.jsonl).
 # Stopped anywhere (a lease's end, a kill, SFT_SECONDS or PPO_SECONDS) and run again with the same settings, it goes
 # on where it stopped (scripts/train_stage.sh): the demos, a finished stage and the sft evaluation are kept, an
 # unfinished training run resumes from its last complete checkpoint. A run longer than one lease:
@@ -38,7 +36,6 @@ PPO_STEPS=${PPO_STEPS:-0}      # 0: no PPO stage
 PPO_LR=${PPO_LR:-1e-5}
 NUM_ENVS=${NUM_ENVS:-64}
 VALUE_WARMUP=${VALUE_WARMUP:-4}  # sft's value head learnt 1.0 everywhere (ground truth is always exact)
-TEACHER_FORCED=${TEACHER_FORCED:-1}
 SFT_SECONDS=${SFT_SECONDS:-0}  # >0: stop sft after this many seconds; the script then ends (exit 75): run it again
 PPO_SECONDS=${PPO_SECONDS:-0}  # >0: stop PPO after this many seconds and evaluate its newest checkpoint
 SCRIPTS=$(cd "$(dirname "$0")" && pwd)
@@ -52,8 +49,7 @@ MODEL=(--set action_mode=generate --set max_new_tokens="$MAX_TOKENS" --set train
 
 mkdir -p "$OUT"
 
-# 0. The held-out tasks' ground truth: their task ids are kept out of the demos, and the teacher-forced evaluation
-#    feeds their answers in.
+# 0. The held-out tasks: their task ids are kept out of the demos.
 if [ ! -f "$OUT/heldout_demos.jsonl" ]; then
     "$LLM_GYM" demos "${ENV[@]}" "${GROUND_TRUTH[@]}" --episodes "$EVAL_TASKS" --seed 10000 \
         --out "$OUT/heldout_demos.jsonl.tmp" > /dev/null
@@ -109,10 +105,6 @@ evaluate() {  # NAME CHECKPOINT
     rm -f "$OUT/eval_$1_answers.jsonl"
     "$LLM_GYM" demos --agent "$2" "${ENV[@]}" --env-arg scoring=partial --episodes "$EVAL_TASKS" --seed 10000 \
         --num-envs "$EVAL_TASKS" --out "$OUT/eval_$1_answers.jsonl" --json > "$OUT/eval_$1_partial.json"
-    if [ "$TEACHER_FORCED" = 1 ]; then  # the held-out tasks' ground truth, fed in: where the model goes wrong
-        "$PYTHON" "$SCRIPTS/trace_teacher_forced.py" "$2" "$OUT/heldout_demos.jsonl" --demos "$EVAL_TASKS" --json \
-            > "$OUT/eval_$1_teacher_forced.json"
-    fi
     touch "$OUT/eval_$1.done"
 }
 evaluate sft "$OUT/sft"
@@ -145,10 +137,5 @@ for stage in ("sft", "ppo"):
         rows[stage] = {"exact": hits, "tasks": len(e["episodes"]), "partial_mean": p["mean_return"],
                        "partial_ci95": p["return_ci95"]}
         print(f"{stage:4s} exact {hits}/{len(e['episodes'])}  partial {p['mean_return']:.3f} ± {p['return_ci95']:.3f}")
-        forced = out / f"eval_{stage}_teacher_forced.json"
-        if forced.is_file():  # top-1 accuracy per answer part, the reference answer fed in
-            kinds = json.loads(forced.read_text())["kinds"]
-            rows[stage]["teacher_forced_top1"] = {k: v["top1_accuracy"] for k, v in kinds.items()}
-            print("     teacher-forced top-1: " + ", ".join(f"{k} {v['top1_accuracy']:.0%}" for k, v in kinds.items()))
 (out / "results.json").write_text(json.dumps(rows, indent=2))
 EOF

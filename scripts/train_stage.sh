@@ -1,4 +1,4 @@
-# Sourced by the pipeline scripts (breakout_sft_ppo.sh, trace_sft_ppo.sh, ttt_focus_rounds.sh): one `llm-gym train`
+# Sourced by the pipeline scripts (breakout_sft_ppo.sh, trace_sft_ppo.sh): one `llm-gym train`
 # stage that a pipeline can be stopped in anywhere and run again, so that a long run fits several short sessions
 # (a device lease, a CPU session) and nothing finished is trained twice.
 #

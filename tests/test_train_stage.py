@@ -1,5 +1,5 @@
 """scripts/train_stage.sh, the resumable training stage of the pipeline scripts (breakout_sft_ppo.sh,
-trace_sft_ppo.sh, ttt_focus_rounds.sh), on real tiny sft runs: a run stopped by its time limit before its first
+trace_sft_ppo.sh), on real tiny sft runs: a run stopped by its time limit before its first
 checkpoint starts again from nothing, one killed after a checkpoint resumes from it to the end of the uninterrupted
 run, and a finished one is skipped."""
 

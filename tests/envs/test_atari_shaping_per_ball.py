@@ -3,15 +3,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import gymnasium as gym
 import pytest
 
 import llm_gym  # noqa: F401
-
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "shaping_per_life.py"
 
 NOOP, FIRE = 0, 1
 COEF = 10.0
@@ -97,18 +92,3 @@ def test_snapshots_carry_the_flight() -> None:
     other.reset(seed=5)
     other.unwrapped.restore_state(snapshot)
     assert [other.step(a)[1] for a in (2, 2, 3, NOOP)] == expected
-
-
-def test_per_life_script_splits_the_return_into_shaping_and_points() -> None:
-    """scripts/shaping_per_life.py (the docs' table of what a life returns): the default's give-back makes a paddle
-    that never moves earn shaping on every life; per ball it earns no more than the potential it was served with;
-    the tracker scores points."""
-    spec = importlib.util.spec_from_file_location("shaping_per_life", SCRIPT)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)  # type: ignore[union-attr]
-    default = script.per_life("NOOP", coef=COEF, per_ball=False, lives=3, seed=0)
-    per_ball = script.per_life("NOOP", coef=COEF, per_ball=True, lives=3, seed=0)
-    assert default["points"] == per_ball["points"] == 0.0 and default["steps"] == per_ball["steps"]
-    assert default["shaping"] > 1.0 and per_ball["shaping"] < default["shaping"]
-    tracker = script.per_life("scripted", coef=COEF, per_ball=True, lives=1, seed=0)
-    assert tracker["points"] >= 1.0 and tracker["return"] == pytest.approx(tracker["shaping"] + tracker["points"])
