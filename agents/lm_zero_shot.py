@@ -43,7 +43,7 @@ class LMConfig(AgentConfig):
     """hf and vllm backends: weights dtype (auto: bfloat16 where the CPU/GPU is fast at it)."""
     quantize: Literal["none", "int8"] = "none"
     """hf backend: int8 = the decoder's Linear layers with int8 weights, for CPU play (float32 around them; it
-    changes the policy: docs/lm.md "int8 weights" has the measured agreement and speed). none: as dtype says."""
+    changes the policy: docs/guides/lm.md "int8 weights" has the measured agreement and speed). none: as dtype says."""
     threads: int = speed_only(0)
     """hf backend: torch threads (0: one per available core)."""
     batch_size: int = speed_only(32)

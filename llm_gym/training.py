@@ -113,7 +113,7 @@ def load_envs(directory: Path) -> dict[str, Any]:
 
 def training_env(env: EnvConfig) -> EnvConfig:
     """``env`` with its family's training defaults under the user's own arguments (Atari: ``fire_on_reset`` and
-    ``terminal_on_life_loss``, see docs/atari.md); what every learning agent trains on."""
+    ``terminal_on_life_loss``, see docs/guides/atari.md); what every learning agent trains on."""
     return EnvConfig(env.env_id, {**training_defaults(env.env_id), **env.kwargs})
 
 

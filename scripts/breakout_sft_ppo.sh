@@ -2,7 +2,7 @@
 # Breakout from demonstrations (issue 15): scripted demos -> SFT warm start -> greedy evaluation against `scripted`
 # and the zero-shot model under the same evaluation -> PPO continued from the SFT adapter -> the same evaluation.
 #
-# Every evaluation: 8 games, seeds 100-107, cut at 1000 steps, FIRE on reset (docs/atari.md), greedy. Demos come
+# Every evaluation: 8 games, seeds 100-107, cut at 1000 steps, FIRE on reset (docs/guides/atari.md), greedy. Demos come
 # from training seeds 0..DEMO_EPISODES-1 (disjoint from 100-107 and from ppo_lora's in-training evaluation seeds
 # seed + 10,000 + i). Defaults are the long version for a GPU box (16 cores + H100); the short CPU smoke version:
 #   DEMO_EPISODES=4 MAX_DEMOS=2000 SFT_EPOCHS=1 PPO_STEPS=256 NUM_ENVS=8 NUM_STEPS=16 EVAL_GAMES=2 EVAL_STEPS=150 \

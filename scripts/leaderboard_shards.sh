@@ -2,7 +2,7 @@
 # Fill the standard suite's expensive rows (the LM entries, the LM checkpoints, the FIRE baselines) on a bigger
 # machine (a GPU and >= 16 cores): one `llm-gym bench` per shard in parallel, each into its own store (resumable:
 # run the script again after a time limit and each shard continues where it stopped), then all shards merged into
-# one file that `llm-gym bench --merge` adds to the committed store. See docs/bench.md, "Filling the LM rows".
+# one file that `llm-gym bench --merge` adds to the committed store. See docs/guides/bench.md, "Filling the LM rows".
 #
 #   scripts/leaderboard_shards.sh OUT.sqlite [SECONDS_PER_SHARD]      # default 480
 #   llm-gym bench --suite standard --db leaderboard/episodes.sqlite --merge OUT.sqlite --leaderboard --out leaderboard

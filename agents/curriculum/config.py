@@ -25,7 +25,7 @@ class CurriculumConfig(AgentConfig):
     stages: tuple[dict[str, Any], ...] = training_only(())
     """One TOML table per stage (an array of tables named stages): name, tasks ("first-last"), threshold, optional
     window / demote_below, and the env's reset options (OpenSpiel: opponent, mcts, seat; Trace: level). Empty: the
-    seed's three OpenSpiel stages (docs/curriculum.md)."""
+    seed's three OpenSpiel stages (docs/guides/curriculum.md)."""
     window: int = training_only(100)
     """Recent episodes of a stage its success rate is measured over (a stage's own window wins)."""
     buffer_size: int = training_only(1000)

@@ -59,7 +59,7 @@ def default_stage_tables(env_id: str, env_kwargs: Mapping[str, Any]) -> list[dic
     if env_id != "OpenSpiel-v0":
         raise ConfigError(
             f"the curriculum's default stages are for OpenSpiel-v0; give {env_id} its own [[stages]] in --config "
-            "(see docs/curriculum.md)"
+            "(see docs/guides/curriculum.md)"
         )
     tables = [dict(t) for t in SEED_STAGES]
     if env_kwargs.get("profile") != "affinetes":

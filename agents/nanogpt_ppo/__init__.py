@@ -1,5 +1,5 @@
 """``nanogpt_ppo``: a nanoGPT-style transformer over the characters of a text observation, trained from scratch
-with PPO. See docs/nanogpt_ppo.md.
+with PPO. See docs/guides/nanogpt_ppo.md.
 
 Modules: ``config`` (fields and presets), ``tokenizer`` (characters -> ids), ``model`` (the transformer and its
 heads), ``buffer`` (rollout storage and minibatches), ``envs`` (grid size, masks and lives from infos),

@@ -45,7 +45,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "life_loss_terminal": False,
         "reward_clip": 0.0,
     },
-    # Chosen by measurement for learning per CPU second on 2 cores (docs/nanogpt_ppo.md has the numbers).
+    # Chosen by measurement for learning per CPU second on 2 cores (docs/guides/nanogpt_ppo.md has the numbers).
     "cpu": {
         "grid_rows": 12,
         "grid_cols": 20,
@@ -133,7 +133,7 @@ class NanoGPTPPOConfig(AgentConfig):
     start_spread: int = training_only(0)
     """Before the first rollout, env i plays a uniform draw of 0..start_spread uniformly random legal actions (not
     learnt from, not counted in total_steps), so that the envs stand at different points of their games rather than
-    all at an opening (docs/ppo_lora.md, start_spread). 0: no spread. Not with a curriculum; ignored on resume."""
+    all at an opening (docs/guides/ppo_lora.md, start_spread). 0: no spread. Not with a curriculum; ignored on resume."""
     life_loss_terminal: bool | None = training_only(None)
     """Treat the loss of a life as the end of an episode for value bootstrapping (the env keeps playing)."""
     reward_clip: float | None = training_only(None)

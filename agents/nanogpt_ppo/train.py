@@ -75,7 +75,7 @@ def train(
         torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     device = torch.device(cfg.device)
-    env = training_env(env_for(cfg, env))  # Atari: FIRE on reset, a life loss ends the episode (docs/atari.md)
+    env = training_env(env_for(cfg, env))  # Atari: FIRE on reset, a life loss ends the episode (docs/guides/atari.md)
     shape = network_shape(cfg, env)
     model = NanoGPTActorCritic(shape).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, betas=(0.9, cfg.adam_beta2), eps=1e-5)

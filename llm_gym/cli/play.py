@@ -234,7 +234,7 @@ def note_training_env_args_left_out(checkpoint: Path, played: EnvConfig) -> None
     defaults: the run's own ``--env-arg`` values (``ball_trail``, the grid: what the policy sees; not those that
     change only the reward, such as reward shaping) and the family's training defaults its
     ``summary.json`` names (Atari: FIRE on reset, without which a policy that never had to serve may score 0;
-    docs/atari.md). Play itself stays as given: a checkpoint gets no argument a baseline beside it would not."""
+    docs/guides/atari.md). Play itself stays as given: a checkpoint gets no argument a baseline beside it would not."""
     from llm_gym.runs import Run
 
     run, _ = Run.resolve_checkpoint(checkpoint, required=False)

@@ -4,7 +4,7 @@ On a bfloat16 (or float16) base model peft keeps the LoRA weights in float32, wh
 update, and runs the adapter in float32 too: every LoRA'd linear layer copies its input up to float32, runs the two
 rank-r products in float32, scales the float32 result, of the layer's full output width, and adds it onto the
 bfloat16 output, which is then cast back down. On a 2-core CPU with AMX, doing without them made an ``sft`` step on
-Trace with LoRA on every layer 1.21x faster (``benchmarks/adapter_compute.py``, docs/lm.md).
+Trace with LoRA on every layer 1.21x faster (``benchmarks/adapter_compute.py``, docs/guides/lm.md).
 
 :class:`AdapterCompute` runs the adapter under ``torch.autocast`` in the base dtype instead. The weights stay float32
 (autocast casts the small rank-r matrices once per forward, and their gradients come back in float32 to the

@@ -26,8 +26,8 @@ class LocalLMConfig(AgentConfig):
     adapter_compute: Literal["auto", "float32"] = speed_only("auto")
     """auto: on a bfloat16/float16 model a LoRA adapter's products run in that dtype under autocast (its weights and
     their optimiser state stay float32); float32: peft's own way, each LoRA layer's input cast up to float32 (slower;
-    the two differ by rounding only). Nothing changes on a float32 model or without LoRA. docs/lm.md."""
+    the two differ by rounding only). Nothing changes on a float32 model or without LoRA. docs/guides/lm.md."""
     quantize: Literal["none", "int8"] = "none"
     """Playing only (``llm-gym play [--checkpoint RUN] --set quantize=int8``): int8 = after the adapter is merged,
     the decoder's Linear layers with int8 weights (on the CPU, which device=auto then picks; float32 around them; it
-    changes the policy: docs/lm.md "int8 weights"). Training stays float: train refuses int8."""
+    changes the policy: docs/guides/lm.md "int8 weights"). Training stays float: train refuses int8."""

@@ -57,7 +57,7 @@ def test_smoke_train_on_breakout_ascii_writes_a_playable_run(tmp_path: Path) -> 
     run.close()
 
     assert summary["env_steps"] == 256 and summary["updates"] == 4
-    # Trained on the grid it asked for, with the Atari training settings (docs/atari.md).
+    # Trained on the grid it asked for, with the Atari training settings (docs/guides/atari.md).
     trained = {"rows": 12, "cols": 20, "fire_on_reset": True, "terminal_on_life_loss": True}
     assert summary["env_kwargs"] == trained and summary["context"] == 12 * 21
     assert [entry[0] for entry in summary["eval_history"]] == [128, 256]

@@ -67,7 +67,7 @@ AFFINETES_TASKS = [
     (4_400_000_001, "game_config.py + goofspiel.py", "goofspiel", {"players": 2, "num_cards": 10, "points_order": "random"}),
 ]  # fmt: skip
 
-# What llm-gym loads where OpenSpiel rejects affinetes' request (docs/openspiel.md, "affinetes").
+# What llm-gym loads where OpenSpiel rejects affinetes' request (docs/guides/openspiel.md, "affinetes").
 PLAYED_INSTEAD = {
     1_900_000_001: {},
     1_900_000_005: {},

@@ -7,7 +7,7 @@ life-loss treatments) lives here, so scores compare across modes and with the At
 The two treatments of the Atari literature (SB3's ``FireResetEnv`` and ``EpisodicLifeEnv``) are options, off by
 default (the raw ALE v5 game, what benchmarks compare with the literature); :attr:`AtariLLMEnv.training_defaults`
 turns both on for the learning agents, and :attr:`AtariLLMEnv.evaluation_overrides` keeps evaluation on whole games
-(docs/atari.md says why).
+(docs/guides/atari.md says why).
 """
 
 from __future__ import annotations

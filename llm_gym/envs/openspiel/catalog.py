@@ -78,7 +78,7 @@ def _variants(*params: dict[str, Any]) -> tuple[Mapping[str, Any], ...]:
 GAMES: tuple[GameSpec, ...] = (
     # -- the 22 task games, in the affinetes order (never reorder: task ids depend on it) ---------------------------
     # Variants = affinetes' generate_params(config) for config = 0, 1, 2, ... (each rule is periodic, and its period
-    # is the number of variants; see llm_gym.envs.openspiel.affinetes and docs/openspiel.md for the sources).
+    # is the number of variants; see llm_gym.envs.openspiel.affinetes and docs/guides/openspiel.md for the sources).
     GameSpec(
         "goofspiel",
         "Goofspiel",
@@ -286,7 +286,7 @@ _BY_NAME = {g.name: g for g in GAMES}
 def game_spec(name: str) -> GameSpec:
     """The spec of a game by its OpenSpiel short name; unknown names raise with close matches."""
     if name not in _BY_NAME:
-        raise UnknownNameError("OpenSpiel game", name, GAME_NAMES, hint="See docs/openspiel.md for the list.")
+        raise UnknownNameError("OpenSpiel game", name, GAME_NAMES, hint="See docs/guides/openspiel.md for the list.")
     return _BY_NAME[name]
 
 

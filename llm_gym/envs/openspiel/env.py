@@ -74,7 +74,7 @@ class OpenSpielEnv(SeatObservations, gym.Env):
         seat: the learner's seat; None = drawn from the seed each reset (``options["seat"]`` overrides both).
         profile: ``default``, or ``affinetes``: task ids wrap around the 22 affinetes games, the opponent is
             affinetes' (MCTS with its per-game budget, searching the real state; random where it plays random) and
-            the seat of a seeded reset is ``(seed % 2) % players``, as in affinetes (docs/openspiel.md).
+            the seat of a seeded reset is ``(seed % 2) % players``, as in affinetes (docs/guides/openspiel.md).
         max_turns: learner decisions before the episode is truncated; None = the game's catalog cap.
         invalid_action: penalty for an illegal action id; the env then plays a random legal action instead (board
             games have no no-op, so ``fallback="noop"`` also means a random legal action).

@@ -1,6 +1,6 @@
-"""Draw a curriculum run's TensorBoard curves as an SVG for docs/curriculum.md (no plotting library needed).
+"""Draw a curriculum run's TensorBoard curves as an SVG for docs/guides/curriculum.md (no plotting library needed).
 
-    python docs/curriculum_figure.py RUN_DIR docs/curriculum-leduc.svg
+    python docs/guides/curriculum_figure.py RUN_DIR docs/guides/curriculum-leduc.svg
 
 Top: the success rate over the current stage's window after each update, one colour per stage, with each stage's
 threshold dashed. Bottom: the failure buffer's size. Prints the points it drew as JSON.
