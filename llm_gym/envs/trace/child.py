@@ -27,11 +27,16 @@ from typing import NoReturn
 
 try:  # inside the package
     from . import confine as _confine
+    from . import mounts as _mounts
 except ImportError:  # run as a script, next to confine.py
     import confine as _confine  # type: ignore[no-redef]
+    import mounts as _mounts  # type: ignore[no-redef]
 
 EXIT_OK, EXIT_ERROR = 0, 1
 EXIT_MEMORY, EXIT_BLOCKED, EXIT_PROCESSES, EXIT_FILE_SIZE, EXIT_SETUP = 101, 102, 103, 104, 105
+WEAK_SANDBOX_VARIABLE = "LLM_GYM_TRACE_WEAK_SANDBOX"
+"""Set to 1 to run programs where a kernel layer of :data:`confine.REQUIRED` is missing (the audit hook alone
+then stands for it); without it the sandbox refuses."""
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _PATH_EVENTS = {  # audit event -> indexes of the path arguments that must stay inside the working directory
@@ -136,8 +141,8 @@ def _classify(exc: BaseException) -> int:
         return EXIT_MEMORY
     if isinstance(exc, BlockingIOError) and exc.errno == errno.EAGAIN:
         return EXIT_PROCESSES  # fork() refused: RLIMIT_NPROC
-    if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
-        return EXIT_FILE_SIZE  # RLIMIT_FSIZE (Python ignores SIGXFSZ, so the write fails instead)
+    if isinstance(exc, OSError) and exc.errno in (errno.EFBIG, errno.ENOSPC, errno.EDQUOT):
+        return EXIT_FILE_SIZE  # RLIMIT_FSIZE (Python ignores SIGXFSZ, so the write fails) or the tmpfs is full
     return EXIT_ERROR
 
 
@@ -182,24 +187,24 @@ def execute(code: CodeType, workdir: str, guard: Guard | None) -> int:
     return status
 
 
-def run(code: CodeType, workdir: str, limits: dict, guard: Guard | None, *, new_network: bool) -> NoReturn:
+def run(code: CodeType, workdir: str, limits: dict, guard: Guard | None) -> NoReturn:
     """Confine this process and run ``code`` (compiled, file name ``<program>``); never returns."""
     try:
-        _confine.enter(workdir, new_network=new_network)
+        _confine.enter(workdir)
         _confine.limit(limits)
     except BaseException as exc:
         _setup_failed(exc)
     os._exit(execute(code, workdir, guard))
 
 
-def serve_spare(control_fd: int, workdir: str, guard: Guard, *, new_network: bool) -> NoReturn:
+def serve_spare(control_fd: int, workdir: str, guard: Guard) -> NoReturn:
     """A fork server's spare child: confine now, then wait for the program on ``control_fd``; never returns.
 
     The request (from the server: trusted) is a marshalled dict: ``code`` (a code object), ``stdin`` (bytes),
     ``limits`` and ``audit_guard``. It arrives whole, then the server closes its end.
     """
     try:
-        _confine.enter(workdir, new_network=new_network, readable=guard.readable)
+        _confine.enter(workdir, readable=guard.readable)
     except BaseException as exc:
         _setup_failed(exc)
     chunks = []
@@ -249,18 +254,27 @@ def main() -> None:
     # Programs must not import our sibling modules by accident.
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
-    interpreter = _confine.expose_standard_library()  # as root still: a mount namespace of this process's own
+    namespaces = _mounts.enter_namespaces()  # as root still, or in a user namespace of this process's own
+    filesystem = {"readonly": namespaces["mounts"], "tmp": namespaces["mounts"]}
+    if namespaces["mounts"] == "namespace":
+        tmp_bytes = request["limits"]["tmp_bytes"]
+        filesystem = _mounts.private_filesystem(request["workdir"], tmp_bytes, _confine.standard_library())
     _confine.standard_library_path()
-    if interpreter.startswith("unreadable"):
-        os.write(2, f"[sandbox] the standard library is {interpreter}\n".encode())
-    sys.modules.pop("confine", None)
+    missing = _confine.missing(_confine.probe(namespaces, filesystem))
+    if missing and os.environ.get(WEAK_SANDBOX_VARIABLE) != "1":
+        os.write(2, f"[sandbox] refused: no kernel layer gives {', '.join(missing)} here ({filesystem})\n".encode())
+        os._exit(EXIT_SETUP)
+    if filesystem.get("interpreter", "").startswith("unreadable"):
+        os.write(2, f"[sandbox] the standard library is {filesystem['interpreter']}\n".encode())
+    for name in ("confine", "mounts", "syscall_filter"):
+        sys.modules.pop(name, None)
     guard = prepare()
     code = compile_program(request["code"])
     if isinstance(code, str):
         os.write(2, code.encode())
         os._exit(EXIT_ERROR)
     set_workdir_env(request["workdir"])
-    run(code, request["workdir"], request["limits"], guard if request["audit_guard"] else None, new_network=True)
+    run(code, request["workdir"], request["limits"], guard if request["audit_guard"] else None)
 
 
 if __name__ == "__main__":

@@ -1,28 +1,29 @@
-"""Kernel-level confinement of one sandboxed process: namespaces, rlimits, Landlock, a dedicated uid.
+"""Kernel-level confinement of one sandboxed process: Landlock, a dedicated uid, seccomp, rlimits.
 
 Standard library only: this module also runs as a plain script sibling (the fork server and the fresh-interpreter
 runner import it without importing :mod:`llm_gym`, which would cost half a second per interpreter).
 
-Layers, each used when the kernel and our privileges allow it (:func:`probe` says which are active):
+Layers, each used when the kernel and our privileges allow it (:func:`probe` says which are active; the
+namespaces and mounts that come before are in :mod:`mounts`):
 
-* **network** - a private network namespace (only a downed loopback inside), entered with ``unshare``; as root
-  directly, otherwise through a user namespace. Where neither is permitted the Python audit guard in
-  :mod:`child` blocks socket creation instead.
+* **sockets** - a seccomp filter (:mod:`syscall_filter`): ``socket``/``socketpair`` of any family, io_uring,
+  namespaces, mounts and ptrace kill the process (status ``blocked``). It is what keeps a program away from a unix
+  socket file on the host, which neither the network namespace nor Landlock cover.
 * **filesystem** - Landlock: reading is allowed only beneath an allow-list (:func:`read_allow_list`: the working
   directory, the standard library, the shared-library directories extension modules load from, a few device
   files); every write-type access (write, create, remove, rename, truncate, mkfifo, symlink) and ``execve`` is
   denied outside the working directory. Landlock ABI >= 4 also denies TCP bind/connect, ABI >= 6 denies signals to
-  processes outside the sandbox (its parent included) and abstract unix sockets. Without Landlock the audit
-  guard in :mod:`child` checks the same read allow-list and write rule for Python-level opens.
+  processes outside the sandbox (its parent included) and abstract unix sockets. The read-only mount namespace of
+  :mod:`mounts` refuses writes outside the private tmp on its own; without Landlock the audit guard in
+  :mod:`child` checks the read allow-list for Python-level opens.
 * **uid** - as root, every sandboxed process runs under a uid of its own (``UID_BASE + pid``) with no
   capabilities at all: it owns nothing outside its directory, reads only what any user may read (so not a
   root-only ``0600`` file, even where Landlock is missing), cannot signal the server, and ``RLIMIT_NPROC`` counts
-  only its own processes.
-* **interpreter** - an interpreter installed under a private directory (``/root/.pyenv``, mode 0700 on
-  ``/root``) is unreadable by such a uid. :func:`expose_standard_library` then gives the sandbox a mount namespace
-  of its own in which that private directory is covered by an empty tmpfs and only the standard library is
-  bind-mounted back, read-only, at its usual path: the sandbox can import it and sees nothing else there.
+  only its own processes. As another user, the process keeps that user's uid and drops the capabilities its
+  user namespace gave it.
 * **rlimits** - CPU seconds, address space, file size, open files, processes, no core files.
+
+:data:`REQUIRED` names what must hold without the audit hook; :func:`missing` says what does not, here.
 """
 
 from __future__ import annotations
@@ -31,22 +32,21 @@ import ctypes
 import os
 import resource
 import signal
-import stat
 import sys
+
+try:  # inside the package
+    from . import syscall_filter as _syscall_filter
+except ImportError:  # run as a script sibling
+    import syscall_filter as _syscall_filter  # type: ignore[no-redef]
 
 UID_BASE = 0x10000000
 """Sandbox uids are ``UID_BASE + pid``: unmapped ids that own no file outside the sandbox directory."""
 
-_CLONE_NEWNS = 0x00020000
-_CLONE_NEWUSER = 0x10000000
-_CLONE_NEWNET = 0x40000000
 _PR_SET_PDEATHSIG = 1
 _CAP_VERSION_3 = 0x20080522
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
 _SYS_LANDLOCK = {"create_ruleset": 444, "add_rule": 445, "restrict_self": 446}  # same numbers on every arch
-
-_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
 
 # Landlock filesystem rights (linux/landlock.h); the ABI version that introduced each is in the comment.
 _FS_EXECUTE = 1 << 0
@@ -67,8 +67,7 @@ writes."""
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
-_libc.mount.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p)
-for _name in ("prctl", "unshare", "capset", "capget", "mount", "umount2"):
+for _name in ("prctl", "capset", "capget"):
     getattr(_libc, _name)  # resolve now: a forked child would otherwise look each symbol up again
 
 
@@ -120,29 +119,6 @@ def is_root() -> bool:
     return os.geteuid() == 0
 
 
-def enter_network_namespace() -> str:
-    """Leave the host network: a new network namespace, via a user namespace when not root.
-
-    Returns ``"namespace"`` on success, ``"none"`` when the kernel or our privileges do not allow it.
-    """
-    if _libc.unshare(_CLONE_NEWNET) == 0:
-        return "namespace"
-    uid, gid = os.getuid(), os.getgid()
-    if _libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNET) != 0:
-        return "none"
-    # Map ourselves to the same ids inside, so files we create keep their owner.
-    try:
-        with open("/proc/self/setgroups", "w") as f:
-            f.write("deny")
-        with open("/proc/self/uid_map", "w") as f:
-            f.write(f"{uid} {uid} 1")
-        with open("/proc/self/gid_map", "w") as f:
-            f.write(f"{gid} {gid} 1")
-    except OSError:
-        pass  # the namespace still isolates the network; ids show as the overflow id
-    return "namespace"
-
-
 def standard_library() -> list[str]:
     """The directories of the running interpreter's standard library (sources and extension modules), as real
     paths, none inside another."""
@@ -160,67 +136,6 @@ def read_allow_list() -> tuple[list[str], list[str]]:
             directories.append(real)
     files = [os.path.realpath(p) for p in (*READABLE_FILES, os.devnull) if os.path.exists(p)]
     return directories, files
-
-
-def _closed_ancestor(path: str) -> str | None:
-    """The outermost directory above ``path`` that other users cannot enter (no ``o+x``), or None."""
-    current = "/"
-    for part in path.strip("/").split("/")[:-1]:
-        current = os.path.join(current, part)
-        if not os.stat(current).st_mode & stat.S_IXOTH:
-            return current
-    return None
-
-
-def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    encoded = [None if v is None else v.encode() for v in (source, target, fstype, data)]
-    _check(_libc.mount(encoded[0], encoded[1], encoded[2], flags, encoded[3]), f"mount {target}")
-
-
-def expose_standard_library() -> str:
-    """Make the standard library readable by sandbox uids where a private parent directory hides it.
-
-    In a mount namespace of this process's own (private propagation: nothing changes outside it), each closed
-    ancestor (``/root``) is covered by an empty read-only tmpfs and the standard library is bind-mounted back,
-    read-only, at its own path. Call it as root before forking the sandboxed processes. Returns what applies:
-    ``readable`` (nothing to do), ``private-mount`` or ``unreadable: why`` (then programs may import only the
-    modules the server preloaded).
-    """
-    roots = standard_library()
-    covers = sorted({a for a in map(_closed_ancestor, roots) if a is not None})
-    if not covers:
-        return "readable"
-    if not is_root():
-        return "readable"  # the sandbox runs as this user, who can read it
-    if _libc.unshare(_CLONE_NEWNS) != 0:
-        return f"unreadable: no mount namespace ({os.strerror(ctypes.get_errno())})"
-    keep = {root: os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) for root in roots}
-    try:
-        _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
-        for cover in covers:
-            _mount("tmpfs", cover, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755,size=64k,nr_inodes=256")
-        for root, fd in keep.items():
-            _make_path(root)
-            _mount(f"/proc/self/fd/{fd}", root, None, _MS_BIND | _MS_REC)
-            _mount(None, root, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
-        for cover in covers:
-            _mount(None, cover, None, _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
-    except ConfinementError as exc:
-        return f"unreadable: {exc}"
-    finally:
-        for fd in keep.values():
-            os.close(fd)
-    return "private-mount"
-
-
-def _make_path(path: str) -> None:
-    """``mkdir -p`` with every new directory mode 0755 whatever the umask (the sandbox uid must enter them)."""
-    current = "/"
-    for part in path.strip("/").split("/"):
-        current = os.path.join(current, part)
-        if not os.path.isdir(current):
-            os.mkdir(current)
-            os.chmod(current, 0o755)
 
 
 def standard_library_path() -> None:
@@ -244,19 +159,48 @@ def become_subreaper() -> bool:
     return _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
 
 
-def probe(network: str, interpreter: str = "readable") -> dict[str, str]:
-    """Which layers apply in this process (``network`` is what :func:`enter_network_namespace` returned,
-    ``interpreter`` what :func:`expose_standard_library` did)."""
+def probe(namespaces: dict[str, str], filesystem: dict[str, str]) -> dict[str, str]:
+    """Which layers apply in this process's children (``namespaces`` is what :func:`mounts.enter_namespaces`
+    returned, ``filesystem`` what :func:`mounts.private_filesystem` did)."""
     abi = landlock_abi()
+    network = namespaces.get("network", "none")
     return {
         "network": network if network == "namespace" else "audit-hook",
+        "sockets": "seccomp" if syscall_program() else "audit-hook",
         "filesystem": f"landlock-abi-{abi}" if abi else "audit-hook",
+        "readonly": "mount-namespace" if filesystem.get("readonly") == "read-only" else "none",
+        "tmp": filesystem.get("tmp", "none") if filesystem.get("tmp") == "private-tmpfs" else "host",
         "reads": "landlock-allow-list+audit-hook" if abi else "audit-hook" + ("+uid" if is_root() else ""),
-        "uid": "dedicated-no-capabilities" if is_root() else "shared",
-        "interpreter": interpreter,
+        "uid": "dedicated-no-capabilities" if is_root() else "shared-no-capabilities",
+        "interpreter": filesystem.get("interpreter", "readable"),
         "signals": "landlock-scope+uid" if abi >= 6 and is_root() else ("landlock-scope" if abi >= 6 else "audit-hook"),
         "processes": "rlimit" if is_root() or network == "namespace" else "none",
     }
+
+
+REQUIRED = {
+    "no sockets of any family": lambda iso: iso["sockets"] == "seccomp",
+    "a private size-capped tmp": lambda iso: iso["tmp"] == "private-tmpfs",
+    "read-only outside the working directory": lambda iso: (
+        iso["readonly"] != "none" or iso["filesystem"].startswith("landlock")
+    ),
+}
+"""What the sandbox guarantees without the Python audit hook; the client refuses to run programs without all."""
+
+
+def missing(isolation: dict[str, str]) -> list[str]:
+    """The guarantees of :data:`REQUIRED` that ``isolation`` (from :func:`probe`) does not give."""
+    return [name for name, holds in REQUIRED.items() if not holds(isolation)]
+
+
+_program: list[bytes | None] = []
+
+
+def syscall_program() -> bytes | None:
+    """The seccomp filter for this machine, None where it has none (built once, before the server forks)."""
+    if not _program:
+        _program.append(None if _syscall_filter.unavailable_reason() else _syscall_filter.build())
+    return _program[0]
 
 
 def _landlock(workdir: str, abi: int, readable: tuple[list[str], list[str]]) -> None:
@@ -289,17 +233,15 @@ def _landlock(workdir: str, abi: int, readable: tuple[list[str], list[str]]) -> 
         os.close(ruleset)
 
 
-def enter(workdir: str, *, new_network: bool, readable: tuple[list[str], list[str]] | None = None) -> int | None:
+def enter(workdir: str, *, readable: tuple[list[str], list[str]] | None = None) -> int | None:
     """Confine the calling process to ``workdir`` (everything but the rlimits); irreversible.
 
-    Returns the sandbox uid (None when not root). ``new_network`` enters a private network namespace here (the
-    fork server does it once for all its children). ``readable`` is :func:`read_allow_list`, computed ahead by a
-    caller that confines many processes.
+    Returns the sandbox uid (None when not root). The namespaces are entered before, once, by the caller
+    (:func:`mounts.enter_namespaces`). ``readable`` is :func:`read_allow_list`, computed ahead by a caller that
+    confines many processes. The seccomp filter comes last: it also forbids what this function itself calls.
     """
     os.setsid()  # own session and process group: one killpg() reaches everything that did not setsid() again
     die_with_parent()
-    if new_network:
-        enter_network_namespace()
     uid = UID_BASE + os.getpid() if is_root() else None
     if uid is not None:
         os.chown(workdir, uid, uid)
@@ -310,6 +252,11 @@ def enter(workdir: str, *, new_network: bool, readable: tuple[list[str], list[st
         _landlock(workdir, abi, readable or read_allow_list())
     if uid is not None:
         _become(uid)
+    else:
+        _drop_capabilities()  # those a user namespace gave (mount, net admin there): the program keeps none
+    program = syscall_program()
+    if program:
+        _syscall_filter.install(program)
     return uid
 
 
@@ -333,10 +280,20 @@ def _become(uid: int) -> None:
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
+    _check_no_capabilities("setresuid")
+
+
+def _drop_capabilities() -> None:
+    data = (_CapData * 2)()
+    _check(_libc.capset(ctypes.byref(_CapHeader(_CAP_VERSION_3, 0)), data), "capset")
+    _check_no_capabilities("capset")
+
+
+def _check_no_capabilities(after: str) -> None:
     data = (_CapData * 2)()
     _check(_libc.capget(ctypes.byref(_CapHeader(_CAP_VERSION_3, 0)), data), "capget")
     if any(d.effective or d.permitted for d in data):
-        raise ConfinementError(0, f"capabilities left after setresuid: {[(d.effective, d.permitted) for d in data]}")
+        raise ConfinementError(0, f"capabilities left after {after}: {[(d.effective, d.permitted) for d in data]}")
 
 
 def kill_uid(uid: int) -> None:

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from llm_gym.envs.trace import confine, supervise
+from llm_gym.envs.trace.child import WEAK_SANDBOX_VARIABLE
 from llm_gym.envs.trace.supervise import STATUSES
 from llm_gym.errors import LLMGymError
 
@@ -56,6 +57,8 @@ class SandboxLimits:
     """Address space (RLIMIT_AS); allocations beyond it raise MemoryError (status ``memory``)."""
     file_bytes: int = 1 * _MiB
     """Largest file the program may write (RLIMIT_FSIZE; status ``file_limit``)."""
+    tmp_bytes: int = 16 * _MiB
+    """All files in its private temp directory together (a tmpfs of that size; status ``file_limit``)."""
     output_bytes: int = 64 * 1024
     """stdout and stderr together; more and the program is killed (status ``output_limit``)."""
     max_processes: int = 16
@@ -103,12 +106,29 @@ class SandboxResult:
 
 def _child_env() -> dict[str, str]:
     # PYTHONHASHSEED=0: str hashes, hence set order, must not differ between runs of the same program.
-    return {
+    env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "LANG": "C.UTF-8",
         "PYTHONHASHSEED": "0",
         "PYTHONIOENCODING": "utf-8",
     }
+    if _weak_sandbox_allowed():
+        env[WEAK_SANDBOX_VARIABLE] = "1"
+    return env
+
+
+def _weak_sandbox_allowed() -> bool:
+    return os.environ.get(WEAK_SANDBOX_VARIABLE) == "1"
+
+
+def refusal(missing: list[str], why: dict[str, str]) -> LLMGymError:
+    """The error for a machine where the kernel layers of :data:`confine.REQUIRED` cannot all be had."""
+    reasons = "; ".join(f"{k}: {v}" for k, v in why.items() if str(v).startswith(("none", "unreadable")))
+    return LLMGymError(
+        f"the Trace sandbox cannot guarantee {', '.join(missing)} on this machine ({reasons or 'no seccomp'}), so "
+        "it runs no program; run as root or where unprivileged user namespaces and seccomp are allowed, or set "
+        f"{WEAK_SANDBOX_VARIABLE}=1 to accept the Python audit hook alone (docs/reliability.md)"
+    )
 
 
 class ForkServerSandbox:
@@ -125,6 +145,9 @@ class ForkServerSandbox:
         self._owner = 0
         self.isolation: dict[str, str] = {}
         """Which confinement layers are active (see :func:`confine.probe`); filled when the server starts."""
+        self.missing: list[str] = []
+        """Guarantees of :data:`confine.REQUIRED` this machine cannot give (only ever non-empty when
+        ``LLM_GYM_TRACE_WEAK_SANDBOX=1`` accepted that; otherwise the first run refuses)."""
         self.server_pid: int | None = None
         self.zygote_pid: int | None = None
         self.restarts = 0
@@ -175,9 +198,13 @@ class ForkServerSandbox:
             raise LLMGymError(
                 f"the Trace sandbox server did not start ({exc}); it needs Linux >= 5.3 (pidfd) and Python >= 3.11"
             ) from exc
+        if hello["missing"] and not _weak_sandbox_allowed():
+            self._stop([proc])
+            raise refusal(hello["missing"], hello["why"])
         self._proc, self._owner = proc, os.getpid()
         self._box[0] = proc
         self.isolation, self.server_pid, self.zygote_pid = hello["isolation"], hello["pid"], hello["zygote"]
+        self.missing = hello["missing"]
         return proc
 
     @staticmethod

@@ -27,16 +27,19 @@ import tempfile
 from dataclasses import dataclass
 
 try:
-    from . import child, confine, supervise, zygote
+    from . import child, confine, mounts, supervise, zygote
 except ImportError:
     import child  # type: ignore[no-redef]
     import confine  # type: ignore[no-redef]
+    import mounts  # type: ignore[no-redef]
     import supervise  # type: ignore[no-redef]
     import zygote  # type: ignore[no-redef]
 
 # Warm imports: children find these already loaded (a fresh interpreter pays for them per program).
 PRELOAD = ("collections", "functools", "itertools", "math", "random", "re", "string", "json", "heapq", "bisect",
            "operator", "dataclasses", "typing", "decimal", "fractions", "statistics", "copy", "textwrap")  # fmt: skip
+DEFAULT_TMP_BYTES = 16 << 20
+"""The private tmpfs's size until a request asks for another (``SandboxLimits.tmp_bytes``)."""
 
 
 def _recv(fd: int) -> dict | None:
@@ -79,15 +82,17 @@ class Server:
     """Serves requests one at a time. Children come from the zygote (see :mod:`zygote`), one spare always forked
     ahead, so forking and confining happen while the client is busy elsewhere rather than while it waits."""
 
-    def __init__(self, root: str, guard: child.Guard, *, in_namespace: bool, subreaper: bool) -> None:
-        self.root, self.guard, self.in_namespace, self.subreaper = root, guard, in_namespace, subreaper
-        self.zygote = zygote.Zygote(guard, in_namespace=in_namespace)
+    def __init__(self, root: str, guard: child.Guard, *, subreaper: bool, tmp: tuple[str, int] | None) -> None:
+        self.root, self.guard, self.subreaper = root, guard, subreaper
+        self.tmp = tmp
+        """The private tmpfs holding ``root`` and its current size cap (None where there is none)."""
+        self.zygote = zygote.Zygote(guard)
         self.spare: Spare | None = None
 
     def restart_zygote(self) -> None:
         """Replace a zygote that died (killed from outside); whatever it left is killed and reaped."""
         self.zygote.close()
-        self.zygote = zygote.Zygote(self.guard, in_namespace=self.in_namespace)
+        self.zygote = zygote.Zygote(self.guard)
         supervise.reap_orphans(keep=self.zygote.pid)
 
     def fork_spare(self) -> Spare:
@@ -123,6 +128,7 @@ class Server:
             return {"status": "error", "detail": code.strip().splitlines()[-1], "stdout": "", "stderr": code}
         payload = {"code": code, "stdin": request.get("stdin", "").encode(), "limits": request["limits"],
                    "audit_guard": request["audit_guard"]}  # fmt: skip
+        self.cap_tmp(request["limits"]["tmp_bytes"])
         self.ensure_spare()
         spare, self.spare = self.spare, None
         try:
@@ -147,6 +153,12 @@ class Server:
         report["stderr"] = report["stderr"].decode("utf-8", "replace")
         return report
 
+    def cap_tmp(self, tmp_bytes: int) -> None:
+        """Size the private tmpfs for the next program: it is the only one writing there (one at a time)."""
+        if self.tmp is not None and self.tmp[1] != tmp_bytes:
+            mounts.resize_tmp(self.tmp[0], tmp_bytes)
+            self.tmp = (self.tmp[0], tmp_bytes)
+
     def close(self) -> None:
         self.zygote.close()  # its children, the spare included, die with it
 
@@ -164,23 +176,34 @@ def main() -> None:
     for fd in (0, 1):
         os.dup2(devnull, fd)
     guard = child.prepare()  # std streams on fds 0/1/2 (devnull here; a child's pipes after its dup2)
-    network = confine.enter_network_namespace()
-    interpreter = confine.expose_standard_library()  # before the zygote forks: its children share the namespace
+    tmp = tempfile.gettempdir()  # found while it is still writable: a private tmpfs covers it below
+    namespaces = mounts.enter_namespaces()  # before the zygote forks: its children share them
+    if namespaces["mounts"] == "namespace":
+        filesystem = mounts.private_filesystem(tmp, DEFAULT_TMP_BYTES, confine.standard_library())
+    else:
+        none = namespaces["mounts"]
+        filesystem = {"interpreter": "readable" if not confine.is_root() else f"unreadable: {none}",
+                      "readonly": none, "tmp": none}  # fmt: skip
     confine.standard_library_path()
+    confine.syscall_program()  # built once here; every child installs the same filter
     subreaper = confine.become_subreaper()
     for name in PRELOAD:
         __import__(name)
     gc.freeze()  # children's collections then skip everything the server allocated (fewer pages touched)
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
-    for name in ("child", "confine", "supervise", "zygote"):
+    for name in ("child", "confine", "mounts", "supervise", "syscall_filter", "zygote"):
         sys.modules.pop(name, None)  # a program's `import child` must not find ours
     root = tempfile.mkdtemp(prefix="llm-gym-trace-")
     os.chmod(root, 0o711)  # sandbox uids may enter their own directory, not list the others
-    server = Server(root, guard, in_namespace=network == "namespace", subreaper=subreaper)
+    private_tmp = (tmp, DEFAULT_TMP_BYTES) if filesystem["tmp"] == "private-tmpfs" else None
+    server = Server(root, guard, subreaper=subreaper, tmp=private_tmp)
+    isolation = confine.probe(namespaces, filesystem)
     hello = {
         "ready": True,
-        "isolation": confine.probe(network, interpreter),
+        "isolation": isolation,
+        "missing": confine.missing(isolation),
+        "why": {**namespaces, **filesystem},
         "pid": os.getpid(),
         "zygote": server.zygote.pid,
     }

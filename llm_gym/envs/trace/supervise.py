@@ -188,6 +188,8 @@ def classify(report: dict, limits: dict) -> tuple[str, str]:
             return "timeout", f"cpu-time limit of {limits['cpu_seconds']} s"
         if sig == signal.SIGXFSZ:
             return "file_limit", f"file-size limit of {limits['file_bytes']} bytes"
+        if sig == signal.SIGSYS:  # the seccomp filter (syscall_filter): sockets, namespaces, mounts, tracing
+            return "blocked", "a system call the sandbox forbids (a socket, a namespace, a mount or ptrace)"
         return "crashed", f"killed by {signal.Signals(sig).name}"
     status = _BY_EXIT.get(exit_code, "error")
     if status == "ok":

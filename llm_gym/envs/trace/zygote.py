@@ -29,14 +29,14 @@ except ImportError:
 class Zygote:
     """The fork server's handle on its zygote."""
 
-    def __init__(self, guard: child.Guard, *, in_namespace: bool) -> None:
+    def __init__(self, guard: child.Guard) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
         self.pid = os.fork()
         if self.pid == 0:
             ours.close()
-            _serve(theirs, guard, in_namespace)
+            _serve(theirs, guard)
         theirs.close()
         self.sock = ours
         self._exits: dict[int, tuple[int, float]] = {}
@@ -70,7 +70,7 @@ class Zygote:
             os.waitpid(self.pid, 0)
 
 
-def _serve(sock: socket.socket, guard: child.Guard, in_namespace: bool) -> None:
+def _serve(sock: socket.socket, guard: child.Guard) -> None:
     """The zygote's loop; never returns."""
     _confine.die_with_parent()
     live: dict[int, int] = {}  # pidfd -> pid
@@ -92,7 +92,7 @@ def _serve(sock: socket.socket, guard: child.Guard, in_namespace: bool) -> None:
             child.set_workdir_env(workdir)  # before forking: the child then has nothing to copy for it
             pid = os.fork()
             if pid == 0:
-                _become_spare(fds, workdir, guard, in_namespace)
+                _become_spare(fds, workdir, guard)
             for received in fds:
                 os.close(received)
             pidfd = os.pidfd_open(pid)
@@ -101,7 +101,7 @@ def _serve(sock: socket.socket, guard: child.Guard, in_namespace: bool) -> None:
             sock.send(marshal.dumps(("pid", pid)))
 
 
-def _become_spare(fds: list[int], workdir: str, guard: child.Guard, in_namespace: bool) -> None:
+def _become_spare(fds: list[int], workdir: str, guard: child.Guard) -> None:
     control, out, err = fds
     try:
         os.dup2(out, 1)
@@ -110,4 +110,4 @@ def _become_spare(fds: list[int], workdir: str, guard: child.Guard, in_namespace
         os.closerange(4, 65536)  # the socket, the pidfds and everything else of the zygote
     except BaseException:
         os._exit(child.EXIT_SETUP)
-    child.serve_spare(3, workdir, guard, new_network=not in_namespace)
+    child.serve_spare(3, workdir, guard)
