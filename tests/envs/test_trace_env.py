@@ -163,3 +163,19 @@ def test_ground_truth_is_cached(tmp_path: Path) -> None:
     fresh = TraceEnv(level=1, cache_dir=tmp_path / "cache")
     fresh.reset(options={"task_id": 5})
     assert fresh.cache.misses == 0 and fresh.task.expected == env.task.expected
+
+
+def test_a_huge_dataset_row_is_refused_before_any_work(tmp_path: Path) -> None:
+    """A 12 MB row: refused by its length at once (injecting debug prints into it first took minutes)."""
+    import time
+
+    body = "x = 1\n" + "y = [" + ", ".join("1" for _ in range(400_000)) + "]\nprint(x)\n"
+    path = tmp_path / "huge.jsonl"
+    path.write_text(json.dumps({"program": body * 5}) + "\n" + json.dumps({"program": "print(2)\n"}) + "\n")
+    env = TraceEnv(dataset=path, limits=QUICK, on_invalid="mark")
+    start = time.monotonic()
+    _, info = env.reset(options={"task_id": 0})
+    assert time.monotonic() - start < 5.0
+    assert not info["valid"] and "longer than 8000 characters" in info["detail"]
+    _, info = env.reset(options={"task_id": 1})
+    assert info["valid"]

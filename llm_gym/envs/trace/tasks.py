@@ -185,6 +185,9 @@ def generated_task(task_id: int, level: int, opts: TaskOptions, sandbox, cache: 
 
 def dataset_task(index: int, record: Record, opts: TaskOptions, sandbox, cache: GroundTruthCache) -> Task:
     """Row ``index`` of a data set, with debug prints injected (unless turned off)."""
+    if len(record.program) + len(record.stdin) > opts.max_program_chars:
+        # Injection only adds text, and parsing a huge program to inject into it takes minutes: refuse first.
+        return _checked(index, None, record.program, record.stdin, (), opts, sandbox, cache)
     if opts.inject_dataset:
         injected = inject(record.program, f"dataset:{index}", opts.max_prints)
         program, tags = injected.source, injected.tags
