@@ -4,7 +4,7 @@ openenv-core provides the protocol: ``/ws`` (one WebSocket per session, each wit
 thread), the stateless HTTP ``/reset`` and ``/step``, ``/schema``, ``/metadata``, ``/health``, the session bound
 and an idle-session reaper. llm-gym adds what a shared server needs around it:
 
-* a refusal past the session bound that says what to do;
+* a refusal past the session bound that says what to do, as the reply to the client's first message;
 * a cap on a message's size (WebSocket frames: uvicorn's ``ws_max_size``, which closes that connection with code
   1009; HTTP bodies: 413 before the body is read) so one client cannot take the server's memory;
 * a clean stop: on SIGINT/SIGTERM the open sessions' connections are closed, every env is closed, and the count
@@ -25,10 +25,10 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import FastAPI, WebSocketDisconnect
+from fastapi import FastAPI, WebSocket, WebSocketDisconnect
 from openenv.core.env_server.exceptions import SessionCapacityError
 from openenv.core.env_server.http_server import HTTPEnvServer
-from openenv.core.env_server.types import ConcurrencyConfig
+from openenv.core.env_server.types import ConcurrencyConfig, WSErrorCode, WSErrorResponse
 
 from llm_gym.serve.environment import LLMGymAction, LLMGymEnvironment, LLMGymObservation, ServeSpec
 
@@ -62,10 +62,7 @@ class LLMGymServer(HTTPEnvServer):
             created = await super()._create_session()
         except SessionCapacityError as exc:
             raise SessionCapacityError(
-                exc.active_sessions,
-                exc.max_sessions,
-                f"this server plays at most {exc.max_sessions} sessions at once and all are open: close one (or "
-                "wait for one to end) and connect again, or start the server with a larger --max-sessions",
+                exc.active_sessions, exc.max_sessions, capacity_message(exc.max_sessions)
             ) from exc
         self.sessions_opened += 1
         return created
@@ -94,39 +91,68 @@ def create_app(spec: ServeSpec, limits: ServerLimits | None = None) -> FastAPI:
     server.register_routes(app)
     app.state.server = server
     app.router.on_shutdown.append(server.close_all)
-    app.add_middleware(BodyLimit, max_bytes=limits.max_message_bytes)
+    app.add_middleware(Guard, server=server, max_bytes=limits.max_message_bytes)
     return app
 
 
-class BodyLimit:
-    """HTTP requests whose body is larger than ``max_bytes`` get 413 and one line, before the body is read.
+class Guard:
+    """What stands before openenv-core's routes.
 
-    It also keeps a WebSocket that the client closed first quiet: openenv-core's handler closes the socket once more
-    on its way out, which Starlette answers with ``WebSocketDisconnect``; the session is already freed by then.
+    * An HTTP body larger than ``max_bytes`` gets 413 and one line, before it is read.
+    * A WebSocket past the session bound is accepted, its first message answered with openenv's error reply
+      (``CAPACITY_REACHED``, saying what to do) and then closed (1013, try again later): openenv-core's own refusal
+      closes before the client's first message, so its client would only see a closed connection.
+    * A WebSocket that the client closed first ends quietly: openenv-core's handler closes it once more on its way
+      out, which Starlette answers with ``WebSocketDisconnect``; the session is freed by then.
     """
 
-    def __init__(self, app: Callable[..., Awaitable[None]], max_bytes: int) -> None:
-        self.app, self.max_bytes = app, max_bytes
+    def __init__(self, app: Callable[..., Awaitable[None]], server: LLMGymServer, max_bytes: int) -> None:
+        self.app, self.server, self.max_bytes = app, server, max_bytes
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             length = dict(scope.get("headers") or []).get(b"content-length", b"0")
             if length.isdigit() and int(length) > self.max_bytes:
-                body = json.dumps(
-                    {
-                        "detail": f"the request body has {int(length):,} bytes; this server takes at most "
-                        f"{self.max_bytes:,} (llm-gym serve --max-message-bytes)"
-                    }
-                ).encode()
+                detail = (
+                    f"the request body has {int(length):,} bytes; this server takes at most {self.max_bytes:,} "
+                    "(llm-gym serve --max-message-bytes)"
+                )
+                body = json.dumps({"detail": detail}).encode()
                 headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
                 await send({"type": "http.response.start", "status": 413, "headers": headers})
                 await send({"type": "http.response.body", "body": body})
                 return
-        if scope["type"] == "websocket":
+        if scope["type"] == "websocket" and scope.get("path") == "/ws":
+            if self.server.active_sessions >= self.server.max_concurrent_envs:
+                await self._refuse(WebSocket(scope, receive, send))
+                return
             with contextlib.suppress(WebSocketDisconnect):
                 await self.app(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+    async def _refuse(self, websocket: WebSocket) -> None:
+        limit = self.server.max_concurrent_envs
+        reply = WSErrorResponse(
+            data={
+                "message": capacity_message(limit),
+                "code": WSErrorCode.CAPACITY_REACHED,
+                "active_sessions": self.server.active_sessions,
+                "max_sessions": limit,
+            }
+        )
+        with contextlib.suppress(WebSocketDisconnect, TimeoutError, RuntimeError):
+            await websocket.accept()
+            await asyncio.wait_for(websocket.receive_text(), timeout=30)
+            await websocket.send_text(reply.model_dump_json())
+            await websocket.close(code=1013, reason=f"server full ({limit} sessions)")
+
+
+def capacity_message(limit: int) -> str:
+    return (
+        f"this server plays at most {limit} sessions at once and all are open: close one (or wait for one to end) "
+        "and connect again, or start the server with a larger --max-sessions"
+    )
 
 
 def bind(host: str, port: int) -> socket.socket:
