@@ -93,6 +93,10 @@ test-all: install
 bench: install
 	$(BIN)/python benchmarks/env_throughput.py
 
+# llm-gym serve with 64 concurrent sessions on loopback against in-process stepping (docs/serve.md).
+bench-serve: install-trainers
+	$(TRAINERS_BIN)/python benchmarks/serve_throughput.py
+
 # Regenerate leaderboard/ from the standard suite: plays only the episodes leaderboard/episodes.sqlite lacks, so an
 # interrupted run continues where it stopped.
 SUITE ?= standard
