@@ -7,6 +7,13 @@ start (episode ``k`` resets with seed ``seed + k``, so results do not depend on 
 finished episode with the statistics :class:`llm_gym.envs.wrappers.EpisodeStatistics` counted. The next episode's
 reset options come from a task sampler where one is given (and its statistics go back to it), else from
 ``task_ids``. ``state_dict`` / ``load_state_dict`` carry all of it, env snapshots included, for an exact resume.
+
+With ``group_size=G`` the envs play in groups (what the critic-free advantage estimators of :mod:`llm_gym.rl.advantages`
+compare): envs ``gG .. gG+G-1`` play their episodes together, each group of episodes reset with one seed and one
+set of reset options, so the G episodes of a group start from the identical state. An env whose episode ended is
+reset at once into its envs' next group (the first of them to finish draws it) and waits there, idle, until the
+rest have finished too; then all G start. Group ``j`` resets with seed ``seed + j``; its episodes are numbered
+``jG .. jG+G-1``.
 """
 
 from __future__ import annotations
@@ -138,6 +145,8 @@ class EnvStepper:
         task_ids: reset options ``{"task_id": task_ids[k % len]}`` for episode ``k``.
         sampler: gives each episode's reset options and gets its statistics back (takes precedence over
             ``task_ids``).
+        group_size: play in groups of this many envs that start each episode from one seed and one set of options
+            (the module's docstring); 1: every env on its own.
     """
 
     def __init__(
@@ -148,10 +157,14 @@ class EnvStepper:
         episodes: int | None = None,
         task_ids: Sequence[int] | None = None,
         sampler: TaskSampler | None = None,
+        group_size: int = 1,
     ) -> None:
         self.envs, self.seed, self.episodes = envs, seed, episodes
         self.task_ids, self.sampler = task_ids, sampler
         n = envs.num_envs
+        if group_size < 1 or n % group_size:
+            raise ValueError(f"group_size must divide the number of envs ({n}), got {group_size}")
+        self.group_size = group_size
         self.observations: list[Any] = [None] * n
         self.infos: list[dict[str, Any]] = [{} for _ in range(n)]
         self.episode_index: list[int | None] = [None] * n
@@ -159,6 +172,10 @@ class EnvStepper:
         self.options: list[dict[str, Any] | None] = [None] * n
         self.next_episode = 0
         self._started = False
+        # Groups: per group of envs (its first env), the next group drawn while some of its envs still play
+        # (first episode, seed, options, the envs already reset into it); and those envs' episode numbers.
+        self._pending: dict[int, tuple[int, int, dict[str, Any] | None, set[int]]] = {}
+        self._parked: dict[int, int] = {}
 
     def __len__(self) -> int:
         return self.envs.num_envs
@@ -178,7 +195,8 @@ class EnvStepper:
         self._reset(np.ones(len(self), dtype=bool))
 
     def step(self, actions: Sequence[Any]) -> Transition:
-        """Step every env (idle ones sit the step out), report finished episodes and reset their envs."""
+        """Step every env (idle ones sit the step out), report finished episodes and reset their envs (in groups:
+        an env waits for the rest of its group, which then restarts together)."""
         n = len(self)
         if len(actions) != n:
             actions = self._fill(actions)
@@ -205,7 +223,7 @@ class EnvStepper:
             if index is None:
                 continue
             stats = EpisodeStats(**infos[i][EPISODE_KEY])
-            result.finished.append(Episode(index, self.seed + index, self.options[i], stats, infos[i], i))
+            result.finished.append(Episode(index, self.episode_seed(index), self.options[i], stats, infos[i], i))
             if self.sampler is not None:
                 report = stats.report()
                 if "success" in infos[i]:  # the env's own verdict (OpenSpiel) beats the sampler's rule of thumb
@@ -214,6 +232,10 @@ class EnvStepper:
         if ended.any():
             self._reset(np.asarray(ended, dtype=bool))
         return result
+
+    def episode_seed(self, index: int) -> int:
+        """The seed episode ``index`` resets with: ``seed + index``, or in groups its group's, ``seed + index // G``."""
+        return self.seed + index // self.group_size
 
     def spread(self, max_steps: int, rng: np.random.Generator) -> SpreadReport:
         """Spread the envs over their games before training's first rollout: env ``i`` plays a uniform draw of
@@ -258,12 +280,16 @@ class EnvStepper:
             "options": list(self.options),
             "next_episode": self.next_episode,
             "sampler": self.sampler.state_dict() if self.sampler is not None else None,
+            "pending_groups": [[first, *group[:3], sorted(group[3])] for first, group in self._pending.items()],
+            "parked": [[slot, index] for slot, index in self._parked.items()],
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> bool:
         """Continue from :meth:`state_dict`. Returns False where the envs had no snapshot: they then start new
         episodes, numbered on from where the saved run stood."""
         self.next_episode = int(state["next_episode"])
+        self._pending = {int(f): (int(a), int(b), o, set(r)) for f, a, b, o, r in state.get("pending_groups", ())}
+        self._parked = {int(slot): int(index) for slot, index in state.get("parked", ())}
         if self.sampler is not None and state.get("sampler") is not None:
             self.sampler.load_state_dict(state["sampler"])
         if state["snapshots"] is None:
@@ -286,26 +312,43 @@ class EnvStepper:
     # -- helpers -----------------------------------------------------------------------------------------------
 
     def _reset(self, mask: np.ndarray, restart: Sequence[dict[str, Any] | None] | None = None) -> None:
-        """Start new episodes in the envs of ``mask``; ``restart[i]``, where given, replays env i's options."""
+        """Start new episodes in the envs of ``mask`` (whole groups, in groups); ``restart[i]``, where given, replays
+        env i's options."""
         n = len(self)
-        plans = {int(i): self._plan_episode(None if restart is None else restart[i]) for i in np.flatnonzero(mask)}
+        if self.group_size > 1:
+            plans = {int(i): self._plan_in_group(int(i), restart) for i in np.flatnonzero(mask)}
+        else:
+            plans = {int(i): self._plan_episode(None if restart is None else restart[i]) for i in np.flatnonzero(mask)}
         first_options = next(iter(plans.values()))[2]
         if len(plans) == n and all(options == first_options for _, _, options in plans.values()):
             # One call for all (the first reset, or every env ending at once with the same options).
             seeds = [plans[i][1] for i in range(n)]
             obs, vector_info = self.envs.reset(seed=seeds, options=dict(first_options or {}) or None)
             self._store(list(plans), obs, vector_info, plans)
+            if self.group_size > 1:
+                self._start_complete_groups(plans)
             return
         if not self._started:  # Gymnasium batches every env's latest observation, so each needs one first
             self.envs.reset(seed=[self.seed + i for i in range(n)])
-        # Otherwise one call per env: each gets its own seed and options, which one Gymnasium reset cannot vary.
-        for i, (_, seed, options) in plans.items():
+        # Otherwise one call per set of options (a group's envs, or envs that ended together with the same ones):
+        # one Gymnasium reset gives every env its own seed but one set of options.
+        batches: list[tuple[dict[str, Any] | None, list[int]]] = []
+        for i, (_, _, options) in plans.items():
+            same = next((slots for known, slots in batches if known == options), None)
+            if same is None:
+                batches.append((options, [i]))
+            else:
+                same.append(i)
+        for options, slots in batches:
             only = np.zeros(n, dtype=bool)
-            only[i] = True
+            only[slots] = True
             seeds: list[int | None] = [None] * n
-            seeds[i] = seed
+            for i in slots:
+                seeds[i] = plans[i][1]
             obs, vector_info = self.envs.reset(seed=seeds, options={**(options or {}), "reset_mask": only})
-            self._store([i], obs, vector_info, plans)
+            self._store(slots, obs, vector_info, plans)
+        if self.group_size > 1:
+            self._start_complete_groups(plans)
 
     def _plan_episode(
         self, options: dict[str, Any] | None = None
@@ -317,6 +360,38 @@ class EnvStepper:
         index = self.next_episode
         self.next_episode += 1
         return index, self.seed + index, options if options is not None else self._next_options(index)
+
+    def _plan_in_group(
+        self, slot: int, restart: Sequence[dict[str, Any] | None] | None
+    ) -> tuple[int | None, int | None, dict[str, Any] | None]:
+        """The plan of env ``slot``'s next episode in groups: its envs' next group (drawn by the first of them to ask:
+        one seed, one draw of options; ``restart[slot]``, where given, replays options), member ``slot % G`` of it;
+        Nones once all are played (a group is drawn whole or not at all)."""
+        first = slot - slot % self.group_size
+        group = self._pending.get(first)
+        if group is None:
+            if self.episodes is not None and self.next_episode >= self.episodes:
+                return None, None, None
+            start = self.next_episode
+            self.next_episode += self.group_size
+            options = restart[slot] if restart is not None and restart[slot] is not None else None
+            options = options if options is not None else self._next_options(start // self.group_size)
+            group = self._pending[first] = (start, self.episode_seed(start), options, set())
+        start, seed, options, ready = group
+        ready.add(slot)
+        return start + slot % self.group_size, seed, options
+
+    def _start_complete_groups(self, plans: Mapping[int, tuple]) -> None:
+        """Envs just reset into a group wait, idle, until every env of the group is in it; then all start."""
+        for slot, (index, _, _) in plans.items():
+            if index is not None:
+                self.episode_index[slot] = None
+                self._parked[slot] = index
+        for first, (_, _, _, ready) in list(self._pending.items()):
+            if len(ready) == self.group_size:
+                for slot in range(first, first + self.group_size):
+                    self.episode_index[slot] = self._parked.pop(slot)
+                del self._pending[first]
 
     def _store(self, slots: list[int], obs: Any, vector_info: Mapping[str, Any], plans: Mapping[int, tuple]) -> None:
         self._started = True

@@ -139,3 +139,77 @@ def test_spread_refuses_a_task_sampler_and_envs_without_legal_actions() -> None:
     with pytest.raises(ValueError, match="no legal actions"):
         trace.spread(4, np.random.default_rng(2))  # draws >= 1 step for its one env
     trace.close()
+
+
+# One id per family (and the OpenSpiel id that picks any game by task id): a group's episodes start from the same
+# state, exactly, and replay exactly while they take the same actions (docs/guides/groups.md, "Exact groups").
+GROUP_ENVS = [
+    EnvConfig("LLMBreakout-text-v0"),
+    EnvConfig("LLMPong-ascii-v0"),
+    EnvConfig("OpenSpiel-kuhn_poker-v0"),
+    EnvConfig("OpenSpiel-tic_tac_toe-v0"),
+    EnvConfig("OpenSpiel-v0"),
+    EnvConfig("Trace-v0", {"level": 1}),
+]
+
+
+def _first_legal(infos: list[dict]) -> list:
+    return [info["legal_actions"][0] if info.get("legal_actions") else 0 for info in infos]
+
+
+@pytest.mark.parametrize("env", GROUP_ENVS, ids=lambda e: e.env_id)
+def test_a_group_starts_from_one_state_and_replays_it_exactly(env: EnvConfig) -> None:
+    text = env.env_id.startswith("Trace")
+    task_ids = [3 * 10**8 + 1, 7 * 10**8] if env.env_id == "OpenSpiel-v0" else None
+    stepper = EnvStepper(make_vector_env(env, 6, max_episode_steps=12), seed=40, group_size=3, task_ids=task_ids)
+    stepper.reset()
+    assert stepper.episode_index == [0, 1, 2, 3, 4, 5]
+    for group in (range(0, 3), range(3, 6)):
+        first = group[0]
+        assert all(stepper.observations[i] == stepper.observations[first] for i in group)
+        assert all(stepper.options[i] == stepper.options[first] for i in group)
+    if task_ids:
+        assert [stepper.options[i]["task_id"] for i in (0, 3)] == task_ids
+    trajectories: dict[int, list] = {}
+    while not all(len(trajectories.get(i, [])) and trajectories[i][-1] == "end" for i in range(6)):
+        active = stepper.active
+        infos = [stepper.infos[i] for i in active]
+        actions = ["answer"] * len(active) if text else _first_legal(infos)
+        result = stepper.step(actions)
+        for i in range(6):
+            trajectories.setdefault(i, [])
+            if i in active:
+                trajectories[i].append((stepper.observations[i], float(result.rewards[i])))
+        for episode in result.finished:
+            assert episode.seed == 40 + episode.index // 3
+            trajectories[episode.slot].append("end")
+        if not stepper.active:
+            break
+    stepper.close()
+    # The same actions from the same start: the same episode, observation by observation.
+    assert trajectories[0] == trajectories[1] == trajectories[2]
+    assert trajectories[3] == trajectories[4] == trajectories[5]
+
+
+def test_an_env_waits_for_its_group_and_the_group_restarts_together() -> None:
+    env = EnvConfig("OpenSpiel-tic_tac_toe-v0")
+    stepper = EnvStepper(make_vector_env(env, 4, max_episode_steps=1), seed=7, group_size=2, episodes=6)
+    stepper.reset()
+    # Env 0 plays one step (cut there); env 1 sits the step out: env 0 waits, idle, for it.
+    result = stepper.step([stepper.infos[0]["legal_actions"][0]] + [-1, -1, -1])
+    assert [e.index for e in result.finished] == [0]
+    assert stepper.active == [1, 2, 3]
+    result = stepper.step(_first_legal([stepper.infos[i] for i in stepper.active]))
+    assert sorted(e.index for e in result.finished) == [1, 2, 3]
+    # Group 0's envs restarted together as group 2 (episodes 4, 5, seed 7 + 2); envs 2 and 3 wait: 6 episodes asked.
+    assert stepper.episode_index == [4, 5, None, None]
+    assert stepper.observations[0] == stepper.observations[1]
+    result = stepper.step(_first_legal([stepper.infos[i] for i in stepper.active]))
+    assert sorted((e.index, e.seed) for e in result.finished) == [(4, 9), (5, 9)]
+    assert stepper.done
+    stepper.close()
+
+
+def test_group_size_must_divide_the_envs() -> None:
+    with pytest.raises(ValueError, match="group_size must divide"):
+        EnvStepper(make_vector_env(EnvConfig("OpenSpiel-kuhn_poker-v0"), 4), group_size=3)
