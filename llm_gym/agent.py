@@ -167,7 +167,7 @@ class Agent(abc.ABC):
     def resume_only_files(self) -> tuple[str, ...]:
         """Names of the checkpoint files that only ``train --resume`` reads (optimiser, scheduler, RNG states,
         counters), never ``policy``: ``llm-gym copy-policy`` writes a play-only copy without them. The envs' saved
-        state (``envs.pkl``, ``tasks.json`` of the shared stepping path) is left out for every agent; list only your
+        state (``envs.json``, ``tasks.json`` of the shared stepping path) is left out for every agent; list only your
         own files here. Default: none (the copy then keeps everything)."""
         return ()
 

@@ -22,9 +22,9 @@ from pathlib import Path
 from llm_gym.agent import checkpoint_config
 from llm_gym.errors import CheckpointError
 from llm_gym.runs import CONFIG_FILE, MANIFEST_FILE, SUMMARY_FILE, Run, find_run_dir, verify_checkpoint
-from llm_gym.training import ENVS_FILE, TASKS_FILE
+from llm_gym.training import ENVS_FILE, LEGACY_ENVS_FILE, TASKS_FILE
 
-ENV_STATE_FILES = (ENVS_FILE, TASKS_FILE)
+ENV_STATE_FILES = (ENVS_FILE, LEGACY_ENVS_FILE, TASKS_FILE)
 """What only a resume reads, for every agent: the envs where they stood and the task sampler's state (written by
 the shared stepping path). Each agent names its own such files (:meth:`~llm_gym.agent.Agent.resume_only_files`)."""
 COPY_FILE = "policy_copy.json"

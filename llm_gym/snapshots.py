@@ -6,13 +6,13 @@ An env's state is its unwrapped env's ``clone_state()`` (emulator or game, RNG i
 Gymnasium's own wrappers hold nothing a reset does not set, so restoring = reset, then put the snapshot back.
 
 Snapshots are taken of the sub-envs of a :class:`~gymnasium.vector.SyncVectorEnv`; an ``AsyncVectorEnv`` keeps its
-envs in other processes, so it gives None, as do envs without ``clone_state`` or whose snapshot does not pickle
-(OpenSpiel's hold live C++ states): the caller then starts new episodes on resume.
+envs in other processes, so it gives None, as do envs without ``clone_state`` or whose snapshot the state file
+cannot hold (:mod:`llm_gym.state_codec`: data only; OpenSpiel's hold live C++ states): the caller then starts new
+episodes on resume.
 """
 
 from __future__ import annotations
 
-import pickle
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -20,6 +20,7 @@ import gymnasium as gym
 from gymnasium.vector import SyncVectorEnv, VectorEnv
 
 from llm_gym.envs.protocol import Snapshotting
+from llm_gym.state_codec import can_encode
 
 
 @runtime_checkable
@@ -40,13 +41,13 @@ class EnvSnapshot:
     wrappers: tuple[dict[str, Any], ...]
 
 
-def can_pickle(value: Any) -> bool:
-    """Whether ``value`` can go into a checkpoint."""
-    try:
-        pickle.dumps(value)
-    except (TypeError, AttributeError, pickle.PicklingError):
-        return False
-    return True
+def can_store(value: Any) -> bool:
+    """Whether ``value`` can go into a checkpoint's env state file (:mod:`llm_gym.state_codec`)."""
+    return can_encode(value)
+
+
+can_pickle = can_store
+"""The old name (checkpoints were pickles once); :mod:`llm_gym.stepping` still imports it."""
 
 
 def capture(envs: VectorEnv) -> list[EnvSnapshot] | None:
@@ -56,7 +57,7 @@ def capture(envs: VectorEnv) -> list[EnvSnapshot] | None:
     snapshots = [
         EnvSnapshot(env.unwrapped.clone_state(), tuple(w.state_dict() for w in _stateful(env))) for env in envs.envs
     ]
-    return snapshots if can_pickle(snapshots) else None
+    return snapshots if can_store(snapshots) else None
 
 
 def restore(envs: VectorEnv, snapshots: list[EnvSnapshot]) -> None:

@@ -7,6 +7,7 @@ the same callbacks fire in the same places in every agent.
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -20,17 +21,21 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from llm_gym.agent import EnvConfig, Policy
 from llm_gym.callbacks import Callback, should_stop
 from llm_gym.envs.catalog import evaluation_overrides, training_defaults
-from llm_gym.errors import ConfigError
+from llm_gym.errors import CheckpointError, ConfigError
 from llm_gym.evaluation import run_episodes
 from llm_gym.runs import Run
+from llm_gym.state_codec import StateCodecError, dumps, loads
 from llm_gym.stats import mean_ci95
 from llm_gym.stepping import EnvStepper
 from llm_gym.tasks import TaskSampler, UniformTaskSampler
 
 BEST = "best"
 """The checkpoint name of the best evaluation so far (``checkpoints/best``)."""
-ENVS_FILE, TASKS_FILE = "envs.pkl", "tasks.json"
-"""In a checkpoint: the stepper's state (pickled), and a task sampler's state (JSON, for any reader)."""
+ENVS_FILE, TASKS_FILE = "envs.json", "tasks.json"
+"""In a checkpoint: the stepper's state (:mod:`llm_gym.state_codec`: data, not code), and a task sampler's state."""
+LEGACY_ENVS_FILE = "envs.pkl"
+"""What checkpoints held before: a pickle, loaded only with ``LLM_GYM_TRUST_PICKLE=1`` (unpickling runs code)."""
+TRUST_PICKLE_VARIABLE = "LLM_GYM_TRUST_PICKLE"
 
 C = TypeVar("C", bound="Counters")
 
@@ -92,23 +97,46 @@ class Clock:
 
 
 def save_envs(directory: Path, env_state: Mapping[str, Any]) -> None:
-    """Write :meth:`llm_gym.stepping.EnvStepper.state_dict` into a checkpoint: ``envs.pkl``, and the task sampler's
-    state apart in ``tasks.json`` (``{"sampler": ...}``) where there is one."""
+    """Write :meth:`llm_gym.stepping.EnvStepper.state_dict` into a checkpoint: ``envs.json``, and the task
+    sampler's state apart in ``tasks.json`` (``{"sampler": ...}``) where there is one."""
     state = dict(env_state)
     sampler = state.pop("sampler", None)
-    with open(directory / ENVS_FILE, "wb") as handle:
-        pickle.dump(state, handle)
+    (directory / ENVS_FILE).write_text(dumps(state))
     if sampler is not None:
         (directory / TASKS_FILE).write_text(json.dumps({"sampler": sampler}))
 
 
 def load_envs(directory: Path) -> dict[str, Any]:
-    """What :func:`save_envs` wrote, for :meth:`llm_gym.stepping.EnvStepper.load_state_dict`."""
-    with open(directory / ENVS_FILE, "rb") as handle:
-        state = pickle.load(handle)  # our own file, written by save_envs into the user's run directory
+    """What :func:`save_envs` wrote, for :meth:`llm_gym.stepping.EnvStepper.load_state_dict`.
+
+    A checkpoint from before ``envs.json`` holds ``envs.pkl``: unpickling a file runs whatever code its maker put
+    in it, so it is read only when ``LLM_GYM_TRUST_PICKLE=1`` says this run directory comes from someone trusted.
+    """
+    path = directory / ENVS_FILE
+    if path.is_file():
+        try:
+            state = loads(path.read_bytes())
+        except StateCodecError as exc:
+            raise CheckpointError(f"{path} cannot be read: {exc}") from exc
+        if not isinstance(state, dict):
+            raise CheckpointError(f"{path} cannot be read: it holds a {type(state).__name__}, not the envs' state")
+    elif (directory / LEGACY_ENVS_FILE).is_file():
+        state = _load_legacy(directory / LEGACY_ENVS_FILE)
+    else:
+        raise CheckpointError(f"{path} is missing")
     tasks = directory / TASKS_FILE
     state["sampler"] = json.loads(tasks.read_text())["sampler"] if tasks.is_file() else None
     return state
+
+
+def _load_legacy(path: Path) -> dict[str, Any]:
+    if os.environ.get(TRUST_PICKLE_VARIABLE) != "1":
+        raise CheckpointError(
+            f"{path} is a pickle (an older llm-gym's env state): loading it runs any code its maker put in it, so it "
+            f"is not loaded; if you made this run directory yourself, resume with {TRUST_PICKLE_VARIABLE}=1"
+        )
+    with open(path, "rb") as handle:
+        return pickle.load(handle)  # the user said this run directory is theirs (LLM_GYM_TRUST_PICKLE=1)
 
 
 def training_env(env: EnvConfig) -> EnvConfig:

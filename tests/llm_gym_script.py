@@ -11,9 +11,10 @@ from pathlib import Path
 LLM_GYM = str(Path(sys.executable).parent / "llm-gym")
 
 
-def llm_gym(*args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "LLM_GYM_DEBUG"}
-    return subprocess.run([LLM_GYM, *args], capture_output=True, text=True, env=env, timeout=600)
+def llm_gym(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run ``llm-gym ARGS`` (``env``: variables set on top of this process's environment)."""
+    environment = {k: v for k, v in os.environ.items() if k != "LLM_GYM_DEBUG"} | (env or {})
+    return subprocess.run([LLM_GYM, *args], capture_output=True, text=True, env=environment, timeout=600)
 
 
 def error_line(done: subprocess.CompletedProcess) -> str:

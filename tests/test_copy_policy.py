@@ -43,9 +43,9 @@ def test_the_copy_drops_the_training_state_verifies_and_plays_the_same(trained: 
     copied = Run.open(tmp_path / "play").latest_checkpoint()
     assert copied is not None and copied.name == "step_128"
     kept = set(json.loads((copied / "checkpoint.json").read_text())["files"])
-    assert "model.pt" in kept and not kept & {"training.pt", "envs.pkl"}
+    assert "model.pt" in kept and not kept & {"training.pt", "envs.json"}
     assert not (copied / "training.pt").exists() and verify_checkpoint(copied) is None
-    assert json.loads((copied / "policy_copy.json").read_text())["without"] == ["envs.pkl", "training.pt"]
+    assert json.loads((copied / "policy_copy.json").read_text())["without"] == ["envs.json", "training.pt"]
     assert (tmp_path / "play" / "config.json").read_bytes() == (trained / "config.json").read_bytes()
     assert (tmp_path / "play" / "tb").is_dir()  # the bench's learning curve reads the run's scalars
     original = returns(llm_gym("play", "--checkpoint", str(trained), *PLAY))
@@ -57,12 +57,12 @@ def test_a_copy_refuses_a_resume_and_an_existing_destination(trained: Path, tmp_
     assert llm_gym("copy-policy", str(trained / "checkpoints" / "step_64"), str(dest)).returncode == 0
     before = (dest / "config.json").read_bytes()
     line = error_line(llm_gym("train", "--resume", str(dest)))
-    assert "is a play-only copy (llm-gym copy-policy) without its training state (envs.pkl, training.pt)" in line
+    assert "is a play-only copy (llm-gym copy-policy) without its training state (envs.json, training.pt)" in line
     assert (dest / "config.json").read_bytes() == before
     line = error_line(llm_gym("copy-policy", str(trained), str(dest)))
     assert "already exists and is not empty" in line
     assert llm_gym("copy-policy", str(dest), str(tmp_path / "again")).returncode == 0  # a copy of a copy
-    assert "(envs.pkl, training.pt)" in error_line(llm_gym("train", "--resume", str(tmp_path / "again")))
+    assert "(envs.json, training.pt)" in error_line(llm_gym("train", "--resume", str(tmp_path / "again")))
     assert Run.open(dest).latest_checkpoint().name == "step_64"  # nothing was overwritten
 
 

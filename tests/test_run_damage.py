@@ -63,7 +63,7 @@ def test_a_refused_resume_changes_nothing_and_names_the_fields(run: Path) -> Non
     ("damage", "problem"),
     [
         (lambda c: os.truncate(c / "model.pt", 100), "model.pt has 100 bytes"),
-        (lambda c: os.truncate(c / "envs.pkl", 10), "envs.pkl has 10 bytes"),
+        (lambda c: os.truncate(c / "envs.json", 10), "envs.json has 10 bytes"),
         (
             lambda c: (c / "training.pt").write_bytes(b"\0" * (c / "training.pt").stat().st_size),
             "training.pt does not match its checksum",
@@ -133,3 +133,59 @@ def test_best_survives_a_kill_between_the_renames_that_replace_it(run: Path) -> 
     with reopened.checkpoint(999, name="best") as directory:  # and the next replacement goes through
         (directory / "model.pt").write_bytes(b"new best")
     assert json.loads((best / "checkpoint.json").read_text())["step"] == 999
+
+
+def _rehash(checkpoint: Path) -> None:
+    """Rewrite the manifest for the files as they are now, as whoever crafts a checkpoint would."""
+    from llm_gym.runs import MANIFEST_FILE, _manifest
+
+    manifest = json.loads((checkpoint / MANIFEST_FILE).read_text())
+    manifest["files"] = _manifest(checkpoint)
+    (checkpoint / MANIFEST_FILE).write_text(json.dumps(manifest))
+
+
+class _Payload:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_resume_runs_no_code_from_a_crafted_checkpoint(run: Path, tmp_path: Path) -> None:
+    """A run directory is data: a crafted envs.pkl (an older llm-gym's format) is not unpickled, and an envs.json
+    that names a callable is refused; both with the manifest re-hashed, so only the format check stands."""
+    import pickle
+
+    marker = tmp_path / "code-ran"
+    newest = run / "checkpoints" / "step_192"
+    legit = (newest / "envs.json").read_bytes()
+    (newest / "envs.json").unlink()
+    (newest / "envs.pkl").write_bytes(pickle.dumps({"snapshots": _Payload(marker)}))
+    _rehash(newest)
+    done = llm_gym("train", "--resume", str(run), "--set", "total_steps=256")
+    line = error_line(done)
+    assert "envs.pkl is a pickle" in line and "LLM_GYM_TRUST_PICKLE=1" in line
+    assert not marker.exists(), "unpickling ran the payload"
+    (newest / "envs.pkl").unlink()
+    crafted = json.loads(legit)
+    crafted["value"]["$dict"][0][1] = {"$type": "os:system", "fields": {"command": f"touch {marker}"}}
+    (newest / "envs.json").write_text(json.dumps(crafted))
+    _rehash(newest)
+    line = error_line(llm_gym("train", "--resume", str(run), "--set", "total_steps=256"))
+    assert "envs.json cannot be read: an unknown type 'os:system'" in line and not marker.exists()
+
+
+def test_a_trusted_legacy_pickle_still_resumes(run: Path) -> None:
+    """LLM_GYM_TRUST_PICKLE=1 is the documented way to resume a run directory of one's own from before envs.json."""
+    import pickle
+
+    from llm_gym.state_codec import loads
+
+    newest = run / "checkpoints" / "step_192"
+    state = loads((newest / "envs.json").read_bytes())
+    (newest / "envs.json").unlink()
+    (newest / "envs.pkl").write_bytes(pickle.dumps(state))
+    _rehash(newest)
+    done = llm_gym("train", "--resume", str(run), "--set", "total_steps=256", env={"LLM_GYM_TRUST_PICKLE": "1"})
+    assert done.returncode == 0, done.stderr

@@ -184,7 +184,7 @@ def test_checkpoint_is_a_plain_peft_adapter(tmp_path: Path, tiny_model_dir: Path
     naive = sum(float(logprobs[len(ids) - 1 + i, t]) for i, t in enumerate(blue))
     (scores,) = policy.backend.score([ScoreRequest(ColourBandit.instructions, "red, green or blue?", COLOURS)])
     assert scores[2] == pytest.approx(naive, abs=1e-4)
-    assert {"value_head.pt", "training.pt", "envs.pkl", "checkpoint.json"} <= {p.name for p in checkpoint.iterdir()}
+    assert {"value_head.pt", "training.pt", "envs.json", "checkpoint.json"} <= {p.name for p in checkpoint.iterdir()}
 
 
 def test_a_value_warmup_fits_the_value_and_leaves_the_policy(tmp_path: Path, tiny_model_dir: Path) -> None:

@@ -3,7 +3,6 @@ snapshot for resume) and Trace-v0 (generate mode, the answer text is the action)
 
 from __future__ import annotations
 
-import pickle
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from llm_gym.agents.ppo_lora.testing import tiny_config, train
 from llm_gym.config import to_dict
 from llm_gym.errors import UnsupportedEnvError
 from llm_gym.runs import Run
+from llm_gym.training import load_envs
 
 
 @pytest.fixture(scope="module")
@@ -31,9 +31,9 @@ def test_openspiel_score_mode_over_varying_legal_actions(tmp_path: Path, model_d
     summary, run = train(tmp_path / "run", "OpenSpiel-tic_tac_toe-v0", config)
     assert summary["env_steps"] == 24 and summary["episodes"] >= 3  # tic-tac-toe games end within 5 own moves
     checkpoint = Path(summary["checkpoint"])
-    with open(checkpoint / "envs.pkl", "rb") as handle:
-        state = pickle.load(handle)
-    # OpenSpiel snapshots hold objects pickle cannot write: the checkpoint says so, and a resume starts new games.
+    state = load_envs(checkpoint)
+    # OpenSpiel snapshots hold live C++ states a state file cannot hold: the checkpoint says so, and a resume starts
+    # new games.
     assert state["snapshots"] is None and len(state["observations"]) == 3
     assert all(info["legal_actions"] for info in state["infos"])
     resumed = Run.open(run.path)
