@@ -2,12 +2,18 @@
 
 Nothing is loaded at import time. :func:`get_plugin_manager` loads every entry point once; one that fails to import
 (or registers a broken hook) is recorded in :func:`plugin_failures` and skipped, so the rest keep working.
+
+"Fails" includes ``sys.exit()``, a ``KeyboardInterrupt`` the plugin raises itself and any other ``BaseException``
+(:func:`call_plugin`): a plugin must not decide the exit code of ``llm-gym --version``. A real Ctrl-C while a plugin
+loads still stops the command.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.metadata
+import signal
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -42,6 +48,45 @@ command_conflicts: list[str] = []
 """Commands a plugin's ``register_commands`` added under a taken name (ignored); filled by the CLI's app."""
 
 
+def call_plugin(function: Callable[..., Any], *args: Any, **kwargs: Any) -> str | None:
+    """Call plugin code; None when it returned, else what it raised as one line (``SystemExit: 3``).
+
+    Every ``BaseException`` counts as a failure of the plugin, except a ``KeyboardInterrupt`` that comes from a real
+    SIGINT (the user pressing Ctrl-C meanwhile): that one is raised on, so the command stops.
+    """
+    interrupted: list[bool] = []
+    watching = threading.current_thread() is threading.main_thread()  # only the main thread gets SIGINT
+    if watching:
+        default = signal.getsignal(signal.SIGINT)
+
+        def on_sigint(signum: int, frame: Any) -> None:
+            interrupted.append(True)
+            if default is signal.SIG_IGN:
+                return
+            if callable(default):
+                default(signum, frame)  # Python's own handler raises KeyboardInterrupt
+            raise KeyboardInterrupt
+
+        signal.signal(signal.SIGINT, on_sigint)
+    try:
+        function(*args, **kwargs)
+    except KeyboardInterrupt as exc:
+        if interrupted:
+            raise
+        return _describe(exc)
+    except BaseException as exc:  # SystemExit, GeneratorExit, a plugin's own BaseException subclass
+        return _describe(exc)
+    finally:
+        if watching:
+            signal.signal(signal.SIGINT, default)
+    return None
+
+
+def _describe(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 @functools.cache
 def get_plugin_manager() -> pluggy.PluginManager:
     """The process-wide plugin manager with every loadable ``llm_gym`` entry point registered."""
@@ -54,19 +99,17 @@ def get_plugin_manager() -> pluggy.PluginManager:
     )
     for entry_point in entry_points:
         distribution = entry_point.dist.name if entry_point.dist else "?"
-        plugin = None
-        try:
-            plugin = entry_point.load()
-            manager.register(plugin, name=entry_point.name)
+        loaded: list[Any] = []
+
+        def load(entry_point: importlib.metadata.EntryPoint = entry_point, loaded: list[Any] = loaded) -> None:
+            loaded.append(entry_point.load())
+            manager.register(loaded[0], name=entry_point.name)
             manager.check_pending()
-        except Exception as exc:  # a broken plugin must not take the others down
-            if plugin is not None and manager.is_registered(plugin):
-                manager.unregister(plugin)
-            _loaded.append(
-                PluginInfo(entry_point.name, distribution, entry_point.value, f"{type(exc).__name__}: {exc}")
-            )
-        else:
-            _loaded.append(PluginInfo(entry_point.name, distribution, entry_point.value))
+
+        error = call_plugin(load)  # a broken plugin must not take the others down
+        if error is not None and loaded and manager.is_registered(loaded[0]):
+            manager.unregister(loaded[0])
+        _loaded.append(PluginInfo(entry_point.name, distribution, entry_point.value, error))
     return manager
 
 
@@ -119,10 +162,9 @@ def _collect(hook_name: str, key: Callable[..., tuple[str, Any]]) -> _Registry:
                 return
             registry.items[name], registry.owners[name] = item, _owner
 
-        try:
-            impl.function(register)
-        except Exception as exc:
-            registry.conflicts.append(f"{hook_name} of plugin {owner!r} failed: {type(exc).__name__}: {exc}")
+        error = call_plugin(impl.function, register)
+        if error is not None:
+            registry.conflicts.append(f"{hook_name} of plugin {owner!r} failed: {error}")
     return registry
 
 

@@ -15,7 +15,7 @@ import typer.core
 import typer.main
 
 from llm_gym.cli import agents, bench, copy_policy, demos, envs, play, plot, plugins, select, serve, sweep, train
-from llm_gym.cli.common import EXIT_USER_ERROR, err_console
+from llm_gym.cli.common import EXIT_USER_ERROR
 from llm_gym.errors import LLMGymError, suggest
 
 BUILTIN_COMMANDS = (envs, agents, plugins, train, sweep, select, play, demos, plot, bench, copy_policy, serve)
@@ -47,7 +47,7 @@ def _command_names(app: typer.Typer) -> list[str]:
 
 def build_app() -> typer.Typer:
     """A fresh Typer app with the built-in commands and every plugin's commands."""
-    from llm_gym.plugins import command_conflicts, get_plugin_manager
+    from llm_gym.plugins import call_plugin, command_conflicts, get_plugin_manager
 
     app = typer.Typer(
         name="llm-gym",
@@ -75,29 +75,38 @@ def build_app() -> typer.Typer:
         module.register(app)
     manager = get_plugin_manager()
     command_conflicts.clear()
+    taken = set(_command_names(app))
     for impl in manager.hook.register_commands.get_hookimpls():
         owner = manager.get_name(impl.plugin)
-        before = (len(app.registered_commands), len(app.registered_groups))
-        taken = set(_command_names(app))
-        try:
-            impl.function(app=app)
-        except Exception as exc:  # a broken plugin command must not take the CLI down
-            err_console.print(f"plugin {owner!r} failed to add commands: {exc}", markup=False)
-        _drop_clashes(app, before, taken, owner, command_conflicts)
+        # Each plugin adds to an app of its own, then only new names move over: it never sees, so can neither
+        # replace nor remove, the built-in commands or another plugin's.
+        staging = typer.Typer()
+        error = call_plugin(impl.function, app=staging)
+        if error is not None:  # a broken plugin command must not take the CLI down
+            command_conflicts.append(f"register_commands of plugin {owner!r} failed: {error}; its commands ignored")
+            continue
+        if staging.registered_callback is not None:
+            command_conflicts.append(f"register_commands: plugin {owner!r} set the app's callback; ignored")
+        _move_new_commands(staging, app, taken, owner, command_conflicts)
     return app
 
 
-def _drop_clashes(app: typer.Typer, before: tuple[int, int], taken: set[str], owner: Any, out: list[str]) -> None:
-    """Remove what a plugin added under a name already taken (a built-in, or an earlier plugin's); report it."""
-    for registered, start in ((app.registered_commands, before[0]), (app.registered_groups, before[1])):
-        for info in list(registered[start:]):
+def _move_new_commands(staging: typer.Typer, app: typer.Typer, taken: set[str], owner: Any, out: list[str]) -> None:
+    """Add what a plugin registered to ``app``, but for names already taken (a built-in, an earlier plugin's),
+    which are reported."""
+    for source, target in ((staging.registered_commands, app.registered_commands),
+                           (staging.registered_groups, app.registered_groups)):  # fmt: skip
+        for info in source:
             name = getattr(info, "name", None)
-            if name is None and hasattr(info, "callback") and info.callback is not None:
+            if name is None and getattr(info, "callback", None) is not None:
                 name = typer.main.get_command_name(info.callback.__name__)
+            if name is None and getattr(info, "typer_instance", None) is not None:
+                name = getattr(info.typer_instance.info, "name", None)
             if name in taken:
-                registered.remove(info)
                 out.append(f"register_commands: command {name!r} from plugin {owner!r} ignored; it is taken")
-            elif name:
+                continue
+            target.append(info)
+            if name:
                 taken.add(name)
 
 

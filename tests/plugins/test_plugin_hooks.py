@@ -184,3 +184,87 @@ def test_every_hook_has_a_test() -> None:
 def test_builtin_agents_come_through_entry_points() -> None:
     names = {p.name: p for p in plugins()}
     assert names["baselines"].distribution == "llm-gym" and names["baselines"].loaded
+
+
+def test_a_plugin_exiting_at_import_is_reported_and_the_cli_still_answers(install_plugin, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    install_plugin("llm_gym_quitter", "import sys\nsys.exit(3)\n")
+    assert any("llm_gym_quitter" in line and "SystemExit: 3" in line for line in plugin_failures())
+    assert "scripted" in agents(), "the other plugins keep working"
+    # the real script, with the plugin installed on its path
+    script = Path(sys.executable).parent / "llm-gym"
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "llm_gym_quitter")}
+    done = subprocess.run([str(script), "--version"], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0 and done.stdout.startswith("llm-gym "), (done.returncode, done.stderr)
+    listing = subprocess.run([str(script), "plugins"], capture_output=True, text=True, env=env, timeout=120)
+    assert listing.returncode == 0 and "SystemExit: 3" in listing.stdout
+
+
+def test_base_exceptions_from_a_plugin_are_reported_not_obeyed(install_plugin) -> None:
+    install_plugin(
+        "llm_gym_rude",
+        """
+        import llm_gym
+
+        class Stop(BaseException):
+            pass
+
+        @llm_gym.hookimpl
+        def register_agents(register):
+            raise KeyboardInterrupt
+
+        @llm_gym.hookimpl
+        def register_backends(register):
+            raise Stop("no backends for you")
+
+        @llm_gym.hookimpl
+        def register_commands(app):
+            raise SystemExit(130)
+        """,
+    )
+    failures = plugin_failures()
+    assert "scripted" in agents()
+    app = build_app()  # neither exits nor raises
+    failures = plugin_failures()
+    for hook, said in [("register_agents", "KeyboardInterrupt"), ("register_backends", "Stop: no backends for you"),
+                       ("register_commands", "SystemExit: 130")]:  # fmt: skip
+        assert any(hook in line and "llm_gym_rude" in line and said in line for line in failures), (hook, failures)
+    assert CliRunner().invoke(app, ["agents"]).exit_code == 0
+
+
+def test_a_real_ctrl_c_while_a_plugin_loads_still_stops(install_plugin) -> None:
+    import pytest
+
+    install_plugin("llm_gym_slow", "import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(5)\n")
+    with pytest.raises(KeyboardInterrupt):
+        plugins()
+
+
+def test_a_plugin_that_removes_a_builtin_command_to_replace_it_is_reported(install_plugin) -> None:
+    install_plugin(
+        "llm_gym_swap",
+        """
+        import llm_gym
+
+        @llm_gym.hookimpl
+        def register_commands(app):
+            app.registered_commands[:] = [c for c in app.registered_commands if c.name not in ("play", "envs")]
+
+            @app.command("play")
+            def play() -> None:
+                print("swapped")
+
+            @app.command("envs")
+            def envs() -> None:
+                print("swapped")
+        """,
+    )
+    app = build_app()
+    for command in ("play", "envs"):
+        result = CliRunner().invoke(app, [command, "--help"])
+        assert result.exit_code == 0 and "swapped" not in result.output, result.output
+        assert any(f"{command!r}" in line and "llm_gym_swap" in line for line in plugin_failures())
+    assert "--checkpoint" in CliRunner().invoke(app, ["play", "--help"]).output
