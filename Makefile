@@ -80,9 +80,15 @@ demo: install
 # tests either way. The vllm tests stay in one process: they share one engine, which takes minutes to start.
 # TEST_WORKERS=0 runs the main suite in one process.
 TEST_WORKERS ?= auto
-test: install install-vllm
+# Then the trainer integrations' tests (serve, verifiers, TRL, W&B, packaging) in .venv-trainers, where the main
+# environment skips them: about 3 min on the 2-core machine.
+test: install install-vllm install-trainers
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 	$(VLLM_BIN)/python -m pytest -m vllm $(VLLM_TESTS) $(PYTEST_ARGS)
+	$(TRAINERS_BIN)/python -m pytest -n $(TEST_WORKERS) -m "$(TRAINERS_MARKERS)" $(PYTEST_ARGS)
+
+test-trainers: install-trainers
+	$(TRAINERS_BIN)/python -m pytest -m "$(TRAINERS_MARKERS)" $(PYTEST_ARGS)
 
 test-vllm: install-vllm
 	$(VLLM_BIN)/python -m pytest -m vllm $(VLLM_TESTS) $(PYTEST_ARGS)
@@ -108,4 +114,4 @@ lint: install
 	$(BIN)/ruff format --check llm_gym agents plugins benchmarks tests
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) build *.egg-info
+	rm -rf $(VENV) $(VLLM_VENV) $(TRAINERS_VENV) build *.egg-info
