@@ -6,7 +6,7 @@ run.
 Two workloads, each an ``sft`` batch through ppo_lora's split forward (the path of PPO's update too):
 
 * ``trace``: ``Trace-v0`` level 1 ground-truth demos (prompts of ~480 tokens, answers of ~70), LoRA on every layer:
-  the long-sequence case of the Trace runs in docs/sft_trace.md.
+  the long-sequence case of the Trace runs in docs/results/sft_trace.md.
 * ``kuhn``: the learning demo's Kuhn poker demos of the best response, LoRA on the top 4 layers: short prompts.
 
 With ``--sample-tokens N`` (``trace`` only) it also times generate mode's rollout: one batch's programs answered by

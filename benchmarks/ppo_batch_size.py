@@ -10,7 +10,7 @@ rollouts get small, noisy steps) and ``after`` (the defaults: rollout normalisat
 One real rollout of the largest env count is collected once with the untrained adapter (cached with --cache); the
 8- and 16-env batches are its first 8 and 16 envs, so every batch size sees the same kind of states. From the same
 starting adapter, each (batch size, update, seed of the minibatch order) runs one PPO update with the settings of
-the Breakout run in docs/ppo_lora_breakout.md (lr 1e-3, entropy 0.05, no KL, 2 epochs) and measures, on all the rollout's
+the Breakout run in docs/results/ppo_lora_breakout.md (lr 1e-3, entropy 0.05, no KL, 2 epochs) and measures, on all the rollout's
 states: the mean KL(before || after) of the policy over the legal actions, the fraction of states whose greedy action
 changed, and the policy's entropy after. Prints one JSON object; ``ratio_64_to_8`` compares batch sizes within the
 run.
@@ -42,7 +42,7 @@ from llm_gym.rl import compute_gae
 from llm_gym.stepping import EnvStepper, make_vector_env
 
 DOCS_RUN = dict(learning_rate=1e-3, entropy_coef=0.05, kl_coef=0.0, update_epochs=2, minibatch_size=64)
-"""The PPO settings of the Breakout run in docs/ppo_lora_breakout.md whose greedy policy collapsed."""
+"""The PPO settings of the Breakout run in docs/results/ppo_lora_breakout.md whose greedy policy collapsed."""
 
 
 def variants(rollout_size: int) -> dict[str, dict[str, Any]]:

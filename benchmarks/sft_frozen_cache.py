@@ -5,7 +5,7 @@ same run.
 
 The demos are the solver's tic-tac-toe tree (``llm-gym demos --agent solver --all-replies``, both opponents' system
 texts: 1,090 decisions), the first ``--demos`` of them, each row holding every legal move as the recipe's choice loss
-packs it (``docs/sft_tic_tac_toe.md``). Each round times both arms, interleaved; the ratio is the
+packs it (``docs/results/sft_tic_tac_toe.md``). Each round times both arms, interleaved; the ratio is the
 median of the per-round ratios, so load from other processes hits both alike. The read tensors are compared with the
 computed ones (they must be equal: the file holds the pass's output).
 

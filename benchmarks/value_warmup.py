@@ -6,7 +6,7 @@ the head it started from and against the least-squares head on the same features
     python benchmarks/value_warmup.py --model /tmp/tiny --num-envs 2 --num-steps 8 --epochs 1,4   # mechanics check
 
 Two consecutive rollouts of the zero-shot policy (a fresh adapter and value head, the settings of the Breakout runs
-in docs/ppo_lora_breakout.md: ``reward_shaping=10``, ``reward_scale=0.1``, top 4 layers), their GAE returns with the starting
+in docs/results/ppo_lora_breakout.md: ``reward_shaping=10``, ``reward_scale=0.1``, top 4 layers), their GAE returns with the starting
 head's values. For each (learning rate, passes), from the same starting head: one ``value_warmup_update`` on the
 first rollout (the training loop's code), then explained variance on both. Prints one JSON object.
 """

@@ -74,9 +74,9 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 # The default since 2026-11-25: `cpu` with a rollout twice as large and attention that starts even over kinds of
 # character. On Breakout at 1M env steps on one machine: 4 of 6 seeds at or above the human score on held-out games
-# (mean 31.8), where the four seeds also run with key_frequency_bias and 8 envs ended at 19.7-23.8 (docs/nanogpt_breakout.md,
-# "With 16 envs"); 0.91x the env steps per CPU second. A new name rather than a changed `cpu`, so a saved run (its
-# config.json names its preset) resumes on the values it started with.
+# (mean 31.8), where the four seeds also run with key_frequency_bias and 8 envs ended at 19.7-23.8
+# (docs/results/nanogpt_breakout.md); 0.91x the env steps per CPU second. A new name rather than a changed `cpu`, so a
+# saved run (its config.json names its preset) resumes on the values it started with.
 PRESETS["cpu16"] = {**PRESETS["cpu"], "key_frequency_bias": True, "num_envs": 16}
 """Named sets of values for every field that defaults to ``None``."""
 

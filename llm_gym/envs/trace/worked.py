@@ -1,7 +1,7 @@
 """Worked solutions of straight-line Trace programs: each statement's value, one operation at a time.
 
 A small model asked for a program's output in one go has to run every expression in its head. Trained on the bare
-expected stdout it learns the answer's form and order long before its values (docs/sft_trace.md: 44% of computed values
+expected stdout it learns the answer's form and order long before its values (docs/results/sft_trace.md: 44% of computed values
 right after two GPU epochs). A worked solution writes the computation out, as a scratchpad does ("Show your work",
 Nye et al. 2021, where the traces were of Python programs too): each assignment with its names replaced by their
 current values, then one operation at a time; each print with the line it writes. For example::
