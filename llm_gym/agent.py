@@ -37,7 +37,7 @@ import abc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from llm_gym.config import training_only
 from llm_gym.envs.protocol import EnvConfig
@@ -72,6 +72,9 @@ class AgentConfig:
     """Environment steps to train for, summed over parallel envs."""
     seed: int = 0
     """Seed for envs, sampling and initialisation."""
+    tracker: Literal["tensorboard", "wandb"] = training_only("tensorboard")
+    """Where training scalars go: tensorboard (<run>/tb), or wandb (Weights & Biases beside TensorBoard; extra
+    wandb; WANDB_MODE=offline logs without a network)."""
 
     def __post_init__(self) -> None:
         if self.total_steps < 0:

@@ -81,7 +81,7 @@ class Run:
         self.path = Path(path)
         self.checkpoints_dir = self.path / CHECKPOINTS_DIR
         self.videos_dir = self.path / "videos"
-        self._writer: Any = None
+        self._writer: list[Any] | None = None
         self.resumed_from: Path | None = None
 
     @classmethod
@@ -245,9 +245,10 @@ class Run:
     # -- logs --------------------------------------------------------------------------------------------------
 
     def log_scalars(self, step: int, scalars: Mapping[str, float]) -> None:
-        """Write scalars to TensorBoard (``<run>/tb``)."""
+        """Write scalars to the run's trackers (:mod:`llm_gym.trackers`): TensorBoard (``<run>/tb``), and W&B
+        where the config says ``tracker=wandb``."""
         if self._writer is None:
-            from torch.utils.tensorboard import SummaryWriter  # heavy; only runs that log pay for it
+            from llm_gym.trackers import open_trackers
 
             # A resumed run hides what the stopped one logged after its checkpoint. Scalars *at* the checkpoint's
             # step were logged before it was written (the loops log, evaluate, then checkpoint), so they stay.
@@ -256,9 +257,10 @@ class Run:
                 if self.resumed_from
                 else None
             )
-            self._writer = SummaryWriter(str(self.path / "tb"), purge_step=purge)
-        for key, value in scalars.items():
-            self._writer.add_scalar(key, float(value), step)
+            config = self.read_config().get("config") or {}
+            self._writer = open_trackers(str(config.get("tracker", "tensorboard")), self.path, config, purge)
+        for tracker in self._writer:
+            tracker.log(step, scalars)
 
     def write_summary(self, summary: Mapping[str, Any]) -> Path:
         """Write ``summary.json`` (atomically) and return its path."""
@@ -277,7 +279,8 @@ class Run:
 
     def close(self) -> None:
         if self._writer is not None:
-            self._writer.close()
+            for tracker in self._writer:
+                tracker.close()
             self._writer = None
 
 

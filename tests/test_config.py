@@ -49,7 +49,7 @@ def test_overrides_convert_types() -> None:
 
 
 def test_unknown_key_names_the_valid_ones() -> None:
-    with pytest.raises(ConfigError, match=r"unknown key 'lrr'.*did you mean lr\?.*Valid keys: total_steps, seed, lr"):
+    with pytest.raises(ConfigError, match=r"unknown key 'lrr'.*did you mean lr\?.*Valid keys: total_steps, seed, tracker, lr"):
         apply_overrides(DemoConfig(), {"lrr": "1"})
 
 
