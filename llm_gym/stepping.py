@@ -268,12 +268,14 @@ class EnvStepper:
     # -- exact resume ------------------------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
-        """Where every env stands: snapshots (None where the envs take none), observations, infos, episode numbers,
-        the sampler's state."""
+        """Where every env stands: snapshots (None where the envs take none, or where no episode is in play),
+        observations, infos, episode numbers, the sampler's state."""
         # A copy of the list: a step replaces its entries, and a caller may hold a state across steps.
         infos = list(self.infos) if can_pickle(self.infos) else [_policy_info(i) for i in self.infos]
+        in_play = bool(self.active or self._pending)
         return {
-            "snapshots": capture(self.envs),
+            # Between rollouts of groups nothing is in play: no env's state is worth keeping.
+            "snapshots": capture(self.envs) if in_play else None,
             "observations": list(self.observations),
             "infos": infos,
             "episode_index": list(self.episode_index),
@@ -292,6 +294,9 @@ class EnvStepper:
         self._parked = {int(slot): int(index) for slot, index in state.get("parked", ())}
         if self.sampler is not None and state.get("sampler") is not None:
             self.sampler.load_state_dict(state["sampler"])
+        in_play = any(index is not None for index in state["episode_index"]) or bool(self._pending)
+        if state["snapshots"] is None and not in_play:
+            return False  # nothing was in play: the next reset() starts from here, as the saved run would have
         if state["snapshots"] is None:
             # New games; with a sampler, of the tasks that were in progress (it handed them out and waits for
             # their reports), so its bookkeeping stays right.

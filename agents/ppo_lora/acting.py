@@ -82,11 +82,13 @@ class Sampling:
 
 @dataclass
 class Forward:
-    """The policy's packed forward over a batch of decisions, and its values."""
+    """The policy's packed forward over the distinct rows of a batch of decisions, and their values."""
 
     out: PackedOutput
     values: torch.Tensor
     batch: PackedBatch
+    inverse: torch.Tensor
+    """Per decision, its row in the forward (decisions with the same prompt and continuations share one)."""
 
 
 @dataclass
@@ -134,6 +136,8 @@ class Strategy(Protocol):
 
     text_actions: bool
     """The env is stepped with answer texts (discrete envs get :class:`~llm_gym.actions.TextActions`)."""
+    merges_identical: bool
+    """Rows with the same prompt and the same continuations share one forward pass (:func:`merged_rows`)."""
 
     def candidates(
         self, ac: ActorCritic, prompts: list[Any], infos: Sequence[Mapping[str, Any]], env_id: str, how: Sampling
@@ -149,10 +153,11 @@ class Strategy(Protocol):
         ...
 
     def choose(
-        self, out: PackedOutput, batch: PackedBatch, options: list[Any], how: Sampling, picked: torch.Tensor | None
-    ) -> Choice:
-        """The decision of every row from the policy's forward (``picked``: the continuation the engine chose,
-        whose log-probability the forward gives)."""
+        self, out: PackedOutput, batch: PackedBatch, options: list[Any], how: Sampling, picked: torch.Tensor | None,
+        inverse: torch.Tensor,
+    ) -> Choice:  # fmt: skip
+        """The decision of every row from the policy's forward over the distinct rows (``inverse[i]``: row i's
+        distinct row; ``picked``: the continuation the engine chose, whose log-probability the forward gives)."""
         ...
 
     def reference(self, out: PackedOutput, batch: PackedBatch, continuations: Continuations) -> list[torch.Tensor]:
@@ -163,7 +168,8 @@ class Strategy(Protocol):
         self, forward: Forward, stored: Stored, config: PPOLoRAConfig, entropy_coef: float
     ) -> tuple[PPOLosses, torch.Tensor]:
         """The PPO losses (with the entropy bonus at ``entropy_coef``, which moves with ``entropy_target``) and the
-        KL to the reference of a minibatch, from the recomputed forward."""
+        KL to the reference of a minibatch, from the recomputed forward over its distinct rows
+        (``forward.inverse``)."""
         ...
 
 
@@ -196,6 +202,7 @@ class ScoreMode:
     action where the run calibrated the prior over action names: :mod:`llm_gym.agents.ppo_lora.calibration`)."""
 
     text_actions = False
+    merges_identical = True  # a row's continuations are its legal actions: the same observation, the same row
 
     def candidates(
         self, ac: ActorCritic, prompts: list[Any], infos: Sequence[Mapping[str, Any]], env_id: str, how: Sampling
@@ -226,10 +233,11 @@ class ScoreMode:
         return EnginePick(options, continuations, torch.tensor(choices), torch.tensor(logprobs))
 
     def choose(
-        self, out: PackedOutput, batch: PackedBatch, options: list[Any], how: Sampling, picked: torch.Tensor | None
-    ) -> Choice:
+        self, out: PackedOutput, batch: PackedBatch, options: list[Any], how: Sampling, picked: torch.Tensor | None,
+        inverse: torch.Tensor,
+    ) -> Choice:  # fmt: skip
         rows = len(options)
-        logp = choice_logprobs(out, batch, rows).cpu()
+        logp = choice_logprobs(out, batch, int(inverse.max()) + 1).cpu()[inverse]  # each row draws on its own
         if picked is not None:
             sampled = picked
         elif how.greedy:
@@ -249,9 +257,11 @@ class ScoreMode:
     def losses(
         self, forward: Forward, stored: Stored, config: PPOLoRAConfig, entropy_coef: float
     ) -> tuple[PPOLosses, torch.Tensor]:
-        out, values, batch = forward.out, forward.values, forward.batch
-        rows, device = len(stored.choice), values.device
-        logp = choice_logprobs(out, batch, rows)
+        out, batch = forward.out, forward.batch
+        rows, device = len(stored.choice), forward.values.device
+        inverse = forward.inverse.to(device)
+        logp = choice_logprobs(out, batch, int(inverse.max()) + 1)[inverse]
+        values = forward.values[inverse]
         new = logp.gather(1, torch.tensor(stored.choice, device=device)[:, None]).squeeze(1)
         old = torch.tensor(stored.logprob, device=device)
         entropy = categorical_entropy(logp)
@@ -260,7 +270,9 @@ class ScoreMode:
         )
         kl = torch.zeros((), device=device)
         if stored.reference[0].numel():
-            reference = choice_table(torch.cat(stored.reference).to(device), batch.seq_row, rows)
+            lengths = torch.tensor([len(r) for r in stored.reference], device=device)
+            row_of = torch.repeat_interleave(torch.arange(rows, device=device), lengths)
+            reference = choice_table(torch.cat(stored.reference).to(device), row_of, rows)
             kl = categorical_kl(logp, reference).mean()
         return losses, kl
 
@@ -269,6 +281,7 @@ class GenerateMode:
     """A sampled answer; one PPO sample per answer token."""
 
     text_actions = True
+    merges_identical = False  # every row samples its own answer
 
     def candidates(
         self, ac: ActorCritic, prompts: list[Any], infos: Sequence[Mapping[str, Any]], env_id: str, how: Sampling
@@ -308,9 +321,10 @@ class GenerateMode:
         return EnginePick([c.text for c in completions], continuations, torch.zeros(rows, dtype=torch.long), logprob)
 
     def choose(
-        self, out: PackedOutput, batch: PackedBatch, options: list[Any], how: Sampling, picked: torch.Tensor | None
-    ) -> Choice:
-        rows = len(options)
+        self, out: PackedOutput, batch: PackedBatch, options: list[Any], how: Sampling, picked: torch.Tensor | None,
+        inverse: torch.Tensor,
+    ) -> Choice:  # fmt: skip
+        rows = len(options)  # rows are never merged here: inverse is the identity
         token_logprobs = _per_row(out.token_logprobs, batch.seq_row[batch.target_seq], rows)
         logprob = torch.stack([t.sum() for t in token_logprobs])
         return list(options), torch.zeros(rows, dtype=torch.long), logprob, token_logprobs, [torch.empty(0)] * rows
@@ -370,14 +384,27 @@ def act(
     else:
         pick = strategy.from_engine(engine, ac, parts, infos, env_id, how)
         options, continuations, picked, engine_logprob = pick.options, pick.continuations, pick.choice, pick.logprob
-    batch = ac.pack([p.ids for p in prompts], [p.uses_prefix for p in prompts], continuations)
+    ids, uses_prefix = [p.ids for p in prompts], [p.uses_prefix for p in prompts]
+    # Rows that show the same prompt with the same continuations (a group's first observation, a state many envs
+    # reach) run once; every row still draws its own action.
+    distinct, inverse = merged_rows(ids, uses_prefix, continuations) if strategy.merges_identical else identity(rows)
+    batch = ac.pack(
+        [ids[j] for j in distinct], [uses_prefix[j] for j in distinct], [continuations[j] for j in distinct]
+    )
     hidden = ac.bottom(batch)
     out, values = ac.top(hidden, batch, "rollout")
-    actions, choice, logprob, token_logprobs, probs = strategy.choose(out, batch, options, how, picked)
+    actions, choice, logprob, token_logprobs, probs = strategy.choose(out, batch, options, how, picked, inverse)
     reference = [torch.empty(0)] * rows
     if with_reference:
-        reference = strategy.reference(ac.top(hidden, batch, "reference")[0], batch, continuations)
-    kept = [hidden[i, :n].clone() for i, n in enumerate(batch.row_lengths.tolist())] if keep_hidden else []
+        distinct_reference = strategy.reference(
+            ac.top(hidden, batch, "reference")[0], batch, [continuations[j] for j in distinct]
+        )
+        reference = [distinct_reference[j] for j in inverse.tolist()]
+    kept = []
+    if keep_hidden:  # one tensor per distinct row, shared by the rows that merged into it
+        distinct_hidden = [hidden[j, :n].clone() for j, n in enumerate(batch.row_lengths.tolist())]
+        kept = [distinct_hidden[j] for j in inverse.tolist()]
+    values = values[inverse.to(values.device)]
     return Decisions(
         prompts=[p.ids for p in prompts],
         uses_prefix=[p.uses_prefix for p in prompts],
@@ -392,6 +419,28 @@ def act(
         engine_logprob=engine_logprob.float(),
         probs=probs,
     )
+
+
+def merged_rows(
+    prompts: Sequence[Sequence[int]], uses_prefix: Sequence[bool], continuations: Continuations
+) -> tuple[list[int], torch.Tensor]:
+    """(the first row of each distinct (prompt, prefix use, continuations), each row's index among them): rows with
+    equal ones compute the same forward, so one pass serves them all."""
+    first: dict[tuple, int] = {}
+    distinct: list[int] = []
+    inverse = []
+    for i, (ids, prefix, rows) in enumerate(zip(prompts, uses_prefix, continuations, strict=True)):
+        key = (tuple(ids), bool(prefix), tuple(tuple(c) for c in rows))
+        if key not in first:
+            first[key] = len(distinct)
+            distinct.append(i)
+        inverse.append(first[key])
+    return distinct, torch.tensor(inverse, dtype=torch.long)
+
+
+def identity(rows: int) -> tuple[list[int], torch.Tensor]:
+    """:func:`merged_rows` where no row is merged."""
+    return list(range(rows)), torch.arange(rows)
 
 
 def rules_of(ac: ActorCritic, infos: Sequence[Mapping[str, Any]]) -> list[str]:

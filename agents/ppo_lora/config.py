@@ -8,6 +8,7 @@ from typing import Any, ClassVar, Literal
 
 from llm_gym.config import training_only
 from llm_gym.lm.agent_config import LocalLMConfig
+from llm_gym.rl.advantages import GROUP_ESTIMATORS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,6 +64,23 @@ class PPOLoRAConfig(LocalLMConfig):
     rollout_memory_share: float = training_only(0.25)
     """rollout_backend=vllm: the share of the GPU's memory (on a CPU: of RAM) the engine may take; the training
     model needs the rest."""
+
+    # -- advantages --------------------------------------------------------------------------------------------
+    advantage: Literal["gae", "group", "step_group"] = training_only("gae")
+    """How each decision's advantage is estimated (llm_gym/rl/advantages.py; docs/guides/groups.md). group: the envs
+    play in groups of group_size episodes reset with one task id and seed (so from the identical start); a decision
+    gets its episode's return minus the mean return of the group's other episodes (RLOO/GRPO). step_group: plus, for
+    decisions of a group that saw the identical prompt, the reward-to-go minus that of the others that saw it
+    (GiGPO). Neither builds, trains nor saves a value head, and a rollout holds whole episodes (at least
+    num_envs * num_steps decisions; the groups in play when that is reached are played to their ends). gae: a value
+    head on the last prompt token and generalised advantage estimation over fixed rollouts of num_steps per env."""
+    group_size: int = training_only(8)
+    """group, step_group: episodes per group (num_envs must be a multiple of it)."""
+    group_scale: bool = training_only(False)
+    """group, step_group: divide each advantage by its group's (or anchor set's) std of returns, as GRPO does;
+    False leaves them in return units (RLOO), and advantage_norm scales the whole rollout."""
+    step_weight: float = training_only(1.0)
+    """step_group: weight of the step-level advantage added to the episode-level one."""
 
     # -- LoRA and the value head -------------------------------------------------------------------------------
     init_seed: int | None = training_only(None)
@@ -228,6 +246,8 @@ class PPOLoRAConfig(LocalLMConfig):
                 "action_mode=score and rollout_backend=hf (generate mode has no per-action choice, and the vLLM "
                 "engine returns no hidden states); use action_head=none there"
             )
+        if self.uses_groups:
+            self._check_groups()
         if not 0 < self.rollout_memory_share < 1 or self.rollout_kv_cache_gib <= 0:
             raise ValueError("rollout_memory_share must be in (0, 1) and rollout_kv_cache_gib > 0")
         for name in ("trainable_layers", "value_warmup_updates", "start_spread", "entropy_coef", "entropy_target",
@@ -243,5 +263,30 @@ class PPOLoRAConfig(LocalLMConfig):
 
     @property
     def rollout_size(self) -> int:
-        """Decisions per rollout."""
+        """Decisions per rollout (with a group estimator: at least this many)."""
         return self.num_envs * self.num_steps
+
+    @property
+    def uses_groups(self) -> bool:
+        """The advantage estimator compares groups of episodes and needs no value head."""
+        return self.advantage in GROUP_ESTIMATORS
+
+    def _check_groups(self) -> None:
+        if self.group_size < 2 or self.num_envs % self.group_size:
+            raise ValueError(
+                f"advantage={self.advantage} plays groups of group_size episodes on num_envs envs: group_size must be "
+                f">= 2 and divide num_envs, got group_size={self.group_size}, num_envs={self.num_envs}"
+            )
+        value_settings = {
+            "value_warmup_updates": self.value_warmup_updates != 0,
+            "action_head": self.action_head != "none",
+            "start_spread": self.start_spread != 0,
+        }
+        for name, changed in value_settings.items():
+            if changed:
+                why = (
+                    "every episode of a group must start at the reset state"
+                    if name == "start_spread"
+                    else ("it works on the value head, which a group estimator does not build")
+                )
+                raise ValueError(f"{name} does not go with advantage={self.advantage}: {why}; use advantage=gae for it")

@@ -71,13 +71,9 @@ class ActorCritic:
         with quiet_peft():
             self.model = self._peft(base, config, num_layers, adapter)
         self.model.eval()  # no dropout in the base model; LoRA dropout follows train()/eval() of the update
-        hidden_size = base.config.hidden_size
-        self.value_head = ValueHead(hidden_size, input_mode=config.value_input).to(self.device)
-        # Drawn after the move, on the device's generator: the draws of every run before ValueHead existed.
-        nn.init.normal_(self.value_head.weight, std=1.0 / hidden_size**0.5)
-        nn.init.zeros_(self.value_head.bias)
-        if config.value_input == "standardized":  # starts at 0 everywhere; drawn above all the same, so a run's
-            nn.init.zeros_(self.value_head.weight)  # later draws are those of the other inputs' runs
+        self.hidden_size = base.config.hidden_size
+        # A group estimator (advantage=group/step_group) compares episodes of one start instead: no value head.
+        self.value_head: ValueHead | None = None if config.uses_groups else self._fresh_value_head(config)
         self.split = SplitLM(self.model, self.split_layer, config.adapter_compute)
         self.adapter_compute = self.split.adapter_compute  # generate mode's sampling runs the whole model under it too
         self.pad_id = self.tokenizer.pad_token_id
@@ -87,6 +83,15 @@ class ActorCritic:
         self.set_action_head(None)  # action_head=standardized: set_action_head / load_action_head
         if adapter is not None:
             check_tokenizer_record(Path(adapter), self.tokenizer, self.builder.answer_end_ids)
+
+    def _fresh_value_head(self, config: PPOLoRAConfig) -> ValueHead:
+        head = ValueHead(self.hidden_size, input_mode=config.value_input).to(self.device)
+        # Drawn after the move, on the device's generator: the draws of every run before ValueHead existed.
+        nn.init.normal_(head.weight, std=1.0 / self.hidden_size**0.5)
+        nn.init.zeros_(head.bias)
+        if config.value_input == "standardized":  # starts at 0 everywhere; drawn above all the same, so a run's
+            nn.init.zeros_(head.weight)  # later draws are those of the other inputs' runs
+        return head
 
     def use_instructions(self, instructions: str) -> None:
         """Make ``instructions`` the system prompt whose prefix is cached. Prompts with other rules (another task's)
@@ -143,7 +148,7 @@ class ActorCritic:
     # -- parameters --------------------------------------------------------------------------------------------
 
     def trainable_parameters(self) -> list[nn.Parameter]:
-        heads = list(self.value_head.parameters())
+        heads = list(self.value_head.parameters()) if self.value_head is not None else []
         if self.action_head is not None:
             heads += list(self.action_head.parameters())
         return [p for p in self.model.parameters() if p.requires_grad] + heads
@@ -210,19 +215,20 @@ class ActorCritic:
     @contextmanager
     def observing(self) -> Iterator[None]:
         """Collect the states a rollout reads, for the standardised heads' statistics (:meth:`fold_observed`)."""
-        with self.value_head.observing(), self.action_head.observing() if self.action_head else nullcontext():
+        value = self.value_head.observing() if self.value_head is not None else nullcontext()
+        with value, self.action_head.observing() if self.action_head else nullcontext():
             yield
 
     def fold_observed(self) -> None:
         """Move the standardised heads' statistics to the last rollout's states; every value and offset stays."""
-        self.value_head.fold_observed()
+        if self.value_head is not None:
+            self.value_head.fold_observed()
         if self.action_head is not None:
             self.action_head.fold_observed()
 
     def load_action_head(self, directory: Path) -> None:
         """The checkpoint's action head where it has one (its own names and statistics); else none."""
-        hidden_size = self.value_head.in_features
-        self.set_action_head(load_action_head(directory, hidden_size, self.device))
+        self.set_action_head(load_action_head(directory, self.hidden_size, self.device))
 
     def bottom(self, batch: PackedBatch) -> torch.Tensor:
         """Hidden states entering the first trainable layer (no gradients: those layers are frozen)."""
@@ -254,22 +260,28 @@ class ActorCritic:
         return out
 
     def value(self, out: PackedOutput) -> torch.Tensor:
+        """V(s) per row; zeros without a value head (a group estimator never reads them)."""
+        if self.value_head is None:
+            return torch.zeros(out.last_hidden.shape[0], device=out.last_hidden.device)
         return self.value_head(out.last_hidden.float()).squeeze(-1)
 
     # -- saving ------------------------------------------------------------------------------------------------
 
     def save(self, directory: Path) -> None:
-        """Adapter via ``save_pretrained`` (plain peft loads it onto the base model), the value head and any
-        per-action offsets."""
+        """Adapter via ``save_pretrained`` (plain peft loads it onto the base model), the value head (where there is
+        one) and any per-action offsets."""
         save_adapter(self.model, directory / ADAPTER_DIR)
         write_tokenizer_record(directory / ADAPTER_DIR, self.tokenizer, self.builder.answer_end_ids)
-        torch.save(self.value_head.state_dict(), directory / VALUE_HEAD_FILE)
+        if self.value_head is not None:
+            torch.save(self.value_head.state_dict(), directory / VALUE_HEAD_FILE)
         save_action_bias(directory, self.action_bias)
         save_action_head(directory, self.action_head)
 
     def load_value_head(self, directory: Path) -> None:
         """The value head saved beside a checkpoint's adapter, onto this model's device (a checkpoint made on a GPU
-        warm-starts or resumes on a CPU, and the other way round)."""
+        warm-starts or resumes on a CPU, and the other way round); nothing under a group estimator."""
+        if self.value_head is None:
+            return
         device = next(self.value_head.parameters()).device
         self.value_head.load_state_dict(torch.load(directory / VALUE_HEAD_FILE, map_location=device, weights_only=True))
 

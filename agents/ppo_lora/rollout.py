@@ -43,6 +43,11 @@ class Rollout:
     scored: int = 0
     """Score mode: the decisions counted in ``action_probs`` and ``greedy_actions``."""
 
+    @property
+    def size(self) -> int:
+        """Decisions in the rollout."""
+        return sum(len(d.actions) for d in self.decisions)
+
     def count_actions(self, probs: list[torch.Tensor], names: list[list[str]]) -> None:
         """Add one step's decisions (per row, the probability of each legal action and the actions' names)."""
         for row, row_names in zip(probs, names, strict=True):

@@ -1,9 +1,11 @@
-"""The ``ppo_lora`` training loop, top to bottom: set up (or resume), then rollout -> GAE -> PPO update -> log ->
-evaluate -> checkpoint until ``total_steps`` env steps. A callback returning False stops the run after a checkpoint,
-so ``--resume`` picks it up exactly. Decisions, in the rollout and in the greedy evaluation, all go through
-:func:`llm_gym.agents.ppo_lora.acting.act`; counters, callbacks and checkpoints through :mod:`llm_gym.training`.
-With ``rollout_backend=vllm`` a vLLM engine picks the rollout's actions and gets the adapter after every update
-(:mod:`llm_gym.agents.ppo_lora.engine`)."""
+"""The ``ppo_lora`` training loop, top to bottom: set up (or resume), then rollout -> advantages -> PPO update -> log
+-> evaluate -> checkpoint until ``total_steps`` env steps. Advantages come from a group estimator (``advantage=group``
+or ``step_group``: rollouts of whole episodes in groups that share a start, :mod:`llm_gym.agents.ppo_lora.groups`) or
+from GAE with the value head (``advantage=gae``: fixed rollouts of ``num_steps`` per env). A callback returning
+False stops the run after a checkpoint, so ``--resume`` picks it up exactly. Decisions, in the rollout and in the
+greedy evaluation, all go through :func:`llm_gym.agents.ppo_lora.acting.act`; counters, callbacks and checkpoints
+through :mod:`llm_gym.training`. With ``rollout_backend=vllm`` a vLLM engine picks the rollout's actions and gets the
+adapter after every update (:mod:`llm_gym.agents.ppo_lora.engine`)."""
 
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ from llm_gym.agents.ppo_lora.checkpoint import (
 )
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.engine import EngineStoppedError, RolloutEngine, require_vllm
+from llm_gym.agents.ppo_lora.groups import GroupRollout, collect_groups
 from llm_gym.agents.ppo_lora.model import ADAPTER_DIR, VALUE_HEAD_FILE, ActorCritic
 from llm_gym.agents.ppo_lora.rollout import (
     Rollout,
@@ -124,6 +127,8 @@ def starting_action_names(env: EnvConfig, seed: int) -> list[str]:
 def _warn_if_head_mode_differs(ac: ActorCritic, config: PPOLoRAConfig, start: Path) -> None:
     """A warm-started head keeps the input it was fitted on (its weights mean nothing on the other one), so a
     ``value_input`` that differs from it does not apply; say so rather than let the setting look honoured."""
+    if ac.value_head is None:
+        return
     loaded = ac.value_head.input_mode
     if loaded != config.value_input:
         warnings.warn(
@@ -221,7 +226,7 @@ def train(
     if config.action_prior == "calibrated" and not resume and not ac.action_bias:
         calibrate(ac, env, config, run)
     if config.action_head == "standardized" and not resume and ac.action_head is None:
-        ac.set_action_head(ActionHead(ac.value_head.in_features, starting_action_names(env, config.seed)))
+        ac.set_action_head(ActionHead(ac.hidden_size, starting_action_names(env, config.seed)))
     if config.init_seed is not None:  # what draws from torch's own generator from here on (LoRA dropout) follows seed
         torch.manual_seed(config.seed)
     params = ac.trainable_parameters()
@@ -233,7 +238,9 @@ def train(
     vector_env = make_vector_env(
         env, config.num_envs, text_actions=strategy.text_actions, max_episode_steps=config.max_episode_steps
     )
-    stepper = EnvStepper(vector_env, seed=config.seed, sampler=sampler)
+    stepper = EnvStepper(
+        vector_env, seed=config.seed, sampler=sampler, group_size=config.group_size if config.uses_groups else 1
+    )
     if resume:
         counters, next_done, env_state = load_checkpoint(resume, ac, optimizer, scheduler, generator)
         ac.refresh()
@@ -243,7 +250,8 @@ def train(
     else:
         counters = Counters(kl_coef=config.kl_coef, entropy_coef=config.entropy_coef)
         next_done = torch.zeros(config.num_envs)
-        stepper.reset()
+        if not config.uses_groups:  # a group rollout starts its own groups
+            stepper.reset()
         if config.start_spread:
             training.spread_starts(stepper, config.start_spread, config.seed, env.env_id, run)
     engine = rollout_engine
@@ -283,17 +291,20 @@ def train(
             next_done = rollout.last_done
             collect_seconds = time.perf_counter() - started
             # -- advantages --------------------------------------------------------------------------------
-            arrays = rollout.stacked()
-            advantages, returns = compute_gae(
-                arrays["rewards"],
-                arrays["values"],
-                arrays["dones"],
-                rollout.last_value,
-                rollout.last_done,
-                config.gamma,
-                config.gae_lambda,
-                arrays["truncated_values"],
-            )
+            if isinstance(rollout, GroupRollout):
+                advantages, returns = rollout.advantages(config), None
+            else:
+                arrays = rollout.stacked()
+                advantages, returns = compute_gae(
+                    arrays["rewards"],
+                    arrays["values"],
+                    arrays["dones"],
+                    rollout.last_value,
+                    rollout.last_done,
+                    config.gamma,
+                    config.gae_lambda,
+                    arrays["truncated_values"],
+                )
             # -- PPO update ----------------------------------------------------------------------------------
             warming = counters.update < config.value_warmup_updates  # the value head alone, the policy as it is
             if warming:
@@ -317,30 +328,33 @@ def train(
                 )  # fmt: skip
             # -- bookkeeping and logs ------------------------------------------------------------------------
             step_before = counters.global_step
-            counters.global_step += config.rollout_size
+            decided = rollout.size
+            counters.global_step += decided
             counters.update += 1
             counters.episodes += len(rollout.finished)
             seconds = time.perf_counter() - started
             clock.tick()
             episodes = rollout_arrays(rollout)
             scalars = {f"losses/{k}": v for k, v in metrics.items()}
+            if returns is not None:  # the value head's fit (gae)
+                scalars["losses/explained_variance"] = explained_variance(arrays["values"].flatten(), returns.flatten())
+                scalars.update(value_scalars(rollout, returns, config.gamma))
             scalars.update(
                 {
-                    "losses/explained_variance": explained_variance(arrays["values"].flatten(), returns.flatten()),
                     # During the warm-up the warm-up's own lr (the policy optimizer's is unused until it ends).
                     "charts/learning_rate": config.value_warmup_learning_rate
                     if warming
                     else optimizer.param_groups[0]["lr"],
                     "charts/kl_coef": counters.kl_coef,
                     "charts/entropy_coef": counters.entropy_coef,
-                    "charts/invalid_action_rate": rollout.invalid / config.rollout_size,
-                    "charts/raw_reward_per_1k_steps": 1000 * rollout.raw_reward / config.rollout_size,
-                    "charts/decisions_per_second": config.rollout_size / collect_seconds,
-                    "charts/sps": config.rollout_size / seconds,
+                    "charts/invalid_action_rate": rollout.invalid / decided,
+                    "charts/raw_reward_per_1k_steps": 1000 * rollout.raw_reward / decided,
+                    "charts/decisions_per_second": decided / collect_seconds,
+                    "charts/update_seconds": seconds - collect_seconds,
+                    "charts/sps": decided / seconds,
                     "charts/episodes": counters.episodes,
                     **engine_gap(rollout),
                     **action_scalars(rollout),
-                    **value_scalars(rollout, returns, config.gamma),
                 }
             )
             if len(episodes["returns"]):
@@ -393,6 +407,7 @@ def train(
         "final_eval_sampled_score": sampled[-1][2] if sampled else None,
         "model": config.model,
         "action_mode": config.action_mode,
+        "advantage": config.advantage,
         "action_bias": dict(ac.action_bias),
         "train_history": counters.train_history,
         "mean_return": training.recent_train_mean(counters.train_history, 1),
@@ -411,13 +426,20 @@ def _collect(
     generator: torch.Generator, next_done: torch.Tensor, with_reference: bool, engine: RolloutEngine | None,
     checkpoint: Callable[[dict[str, Any]], Path],
 ) -> Rollout:  # fmt: skip
-    """One rollout. Through an engine, where the envs and the RNGs stood before it is kept, so that an engine that
-    dies mid-rollout leaves a checkpoint of exactly that point (the update boundary) and one line to resume."""
+    """One rollout (whole episodes in groups, or ``num_steps`` per env). Through an engine, where the envs and the
+    RNGs stood before it is kept, so that an engine that dies mid-rollout leaves a checkpoint of exactly that point
+    (the update boundary) and one line to resume."""
+
+    def rollout() -> Rollout:
+        if config.uses_groups:
+            return collect_groups(ac, strategy, stepper, config, env.env_id, generator, with_reference, engine)
+        return collect(ac, strategy, stepper, config, env.env_id, generator, next_done, with_reference, engine)
+
     if engine is None:
-        return collect(ac, strategy, stepper, config, env.env_id, generator, next_done, with_reference)
+        return rollout()
     before = stepper.state_dict(), generator.get_state(), torch.get_rng_state()
     try:
-        return collect(ac, strategy, stepper, config, env.env_id, generator, next_done, with_reference, engine)
+        return rollout()
     except EngineStoppedError as exc:
         envs, generator_state, torch_state = before
         generator.set_state(generator_state)

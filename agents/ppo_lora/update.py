@@ -15,7 +15,7 @@ from collections import defaultdict
 
 import torch
 
-from llm_gym.agents.ppo_lora.acting import Forward, Stored, Strategy
+from llm_gym.agents.ppo_lora.acting import Forward, Stored, Strategy, identity, merged_rows
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.rollout import Rollout
@@ -81,7 +81,7 @@ def ppo_update(
     optimizer: torch.optim.Optimizer,
     rollout: Rollout,
     advantages: torch.Tensor,
-    returns: torch.Tensor,
+    returns: torch.Tensor | None,
     config: PPOLoRAConfig,
     generator: torch.Generator,
     kl_coef: float,
@@ -93,8 +93,10 @@ def ppo_update(
     ``entropy_coef``: the entropy bonus's coefficient now (``entropy_target`` moves it); None: the config's."""
     entropy_coef = config.entropy_coef if entropy_coef is None else entropy_coef
     flat = _flatten(rollout)
-    old_values = torch.stack([d.values for d in rollout.decisions]).flatten()
-    advantages, returns = advantages.flatten(), returns.flatten()
+    old_values = torch.cat([d.values for d in rollout.decisions])
+    advantages = advantages.flatten()
+    # A group estimator has no value head: its value terms read zeros and add nothing.
+    returns = returns.flatten() if returns is not None else torch.zeros_like(advantages)
     if config.advantage_norm == "rollout":
         advantages = normalize_advantages(advantages)
     samples = len(flat["prompts"])
@@ -211,10 +213,16 @@ def _chunk_loss(
     entropy_coef: float,
 ) -> tuple[PPOLosses, torch.Tensor, torch.Tensor]:
     """The strategy's losses of the decisions ``index`` (with their already normalised ``advantages``), the KL to
-    the reference, and the weighted loss."""
-    batch, hidden = stored_batch(ac, flat, index)
+    the reference, and the weighted loss. Decisions with the same prompt and continuations share one forward."""
+    if strategy.merges_identical:
+        distinct, inverse = merged_rows(
+            *([flat[key][i] for i in index] for key in ("prompts", "uses_prefix", "continuations"))
+        )
+    else:
+        distinct, inverse = identity(len(index))
+    batch, hidden = stored_batch(ac, flat, [index[j] for j in distinct])
     out, values = ac.top(hidden, batch, "train")
     targets = [advantages.to(values.device), *(t[index].to(values.device) for t in (returns, old_values))]
     stored = Stored(*([flat[k][i] for i in index] for k in STORED), *targets)
-    losses, kl = strategy.losses(Forward(out, values, batch), stored, config, entropy_coef)
+    losses, kl = strategy.losses(Forward(out, values, batch, inverse), stored, config, entropy_coef)
     return losses, kl, losses.loss + kl_coef * kl

@@ -380,6 +380,16 @@ class OpenSpielEnv(SeatObservations, gym.Env):
         }
         return observation, info
 
+    def observe_at(self, state: Any, seat: int, log: MoveLog, decisions: Sequence[int]) -> tuple[str, dict[str, Any]]:
+        """The observation and info the learner gets in ``seat`` at ``state``, after the moves in ``log`` and with
+        ``decisions`` made per seat: what exact evaluation (:mod:`llm_gym.envs.openspiel.tree`) shows a policy at each
+        node of the game tree it walks itself. Leaves this env at that node (exact evaluation uses one of its own)."""
+        if self.state is None:
+            raise gym.error.ResetNeeded("call reset() once before observe_at() (it sets up the opponents)")
+        self.state, self.seat, self._log, self._decisions = state, seat, log, list(decisions)
+        self._invalid, self._forfeit = 0, False
+        return self._observe(0.0, False)
+
     # -- snapshots (the reflection agent replays corrections from here) ----------------------------------------------
 
     def clone_state(self) -> OpenSpielSnapshot:
