@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from llm_gym.config_checks import number_problems
 from llm_gym.errors import ConfigError, suggest
 
 C = TypeVar("C")
@@ -196,10 +197,13 @@ def apply_overrides(config: C, overrides: Mapping[str, Any], source: str = "--se
             raise ConfigError(f"{source}: unknown key {key!r} for {cls.__name__}{hint} Valid keys: {', '.join(names)}")
         try:
             changes[key] = coerce(raw, hints[key])
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:
             raise ConfigError(f"{source}: {key}={raw!r} is not a valid {_type_name(hints[key])} ({exc})") from exc
         if key in nested:  # another agent's settings: the keys given change, the others stay
             changes[key] = {**getattr(config, key), **changes[key]}
+    problems = number_problems(cls, {n: changes[n] if n in changes else getattr(config, n) for n in names})
+    if problems:  # before the config's own checks: they may compute with the bad number
+        raise ConfigError(f"{source}: {'; '.join(problems)}")
     try:
         return dataclasses.replace(config, **changes)  # type: ignore[type-var]
     except (TypeError, ValueError) as exc:

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Literal
 
 import pytest
 
 from llm_gym.agent import AgentConfig
-from llm_gym.config import apply_overrides, config_table, field_docs, load_config_file, parse_assignments, to_dict
+from llm_gym.config import (
+    apply_overrides,
+    config_table,
+    field_docs,
+    from_dict,
+    load_config_file,
+    parse_assignments,
+    to_dict,
+)
+from llm_gym.config_checks import in_range
 from llm_gym.errors import ConfigError
 
 
@@ -49,7 +60,9 @@ def test_overrides_convert_types() -> None:
 
 
 def test_unknown_key_names_the_valid_ones() -> None:
-    with pytest.raises(ConfigError, match=r"unknown key 'lrr'.*did you mean lr\?.*Valid keys: total_steps, seed, tracker, lr"):
+    with pytest.raises(
+        ConfigError, match=r"unknown key 'lrr'.*did you mean lr\?.*Valid keys: total_steps, seed, tracker, lr"
+    ):
         apply_overrides(DemoConfig(), {"lrr": "1"})
 
 
@@ -60,8 +73,36 @@ def test_bad_values_name_the_type(key: str, value: str) -> None:
 
 
 def test_post_init_validation_becomes_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="total_steps must be >= 0"):
-        apply_overrides(DemoConfig(), {"total_steps": "-1"})
+    with pytest.raises(ConfigError, match="seed must be >= 0"):
+        apply_overrides(DemoConfig(), {"seed": "-1"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class RangedConfig(AgentConfig):
+    learning_rate: float = 1e-3
+    """Learning rate (a conventional name: > 0)."""
+    gamma: float = dataclasses.field(default=2.2, metadata=in_range(above=0))
+    """Not a discount here: a gamma correction, declared > 0, so the [0, 1] convention does not apply."""
+    mix: tuple[float, ...] = (0.5, 0.5)
+    """No range, but finite."""
+
+
+@pytest.mark.parametrize(
+    ("overrides", "said"),
+    [
+        ({"learning_rate": "inf"}, "learning_rate=inf is not a finite number"),
+        ({"learning_rate": "0"}, "learning_rate=0 must be > 0"),
+        ({"gamma": "-1"}, "gamma=-1 must be > 0"),
+        ({"mix": "0.5,nan"}, "mix=(0.5, nan) is not a finite number"),
+        ({"total_steps": "-3"}, "total_steps=-3 must be >= 0"),
+    ],
+)
+def test_numbers_are_finite_and_in_range_when_a_config_is_built(overrides: dict, said: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        apply_overrides(RangedConfig(), overrides)
+    assert apply_overrides(RangedConfig(), {"gamma": "5", "mix": "1e300,0"}).gamma == 5.0  # declared range wins
+    with pytest.raises(ConfigError, match=re.escape("config: learning_rate=inf is not a finite number")):
+        from_dict(RangedConfig, {"learning_rate": float("inf")})  # a config.json that holds Infinity
 
 
 def test_assignments_and_files(tmp_path) -> None:

@@ -63,6 +63,9 @@ def sweep(
     env_spec(env)
     values = grid.parse_grid(grid_items or [], agent_cls.Config)
     seed_list = grid.parse_seeds(seeds)
+    grid.check_run_count(values, seed_list)
+    if name is not None and (not name.strip() or name in (".", "..") or "/" in name or "\\" in name or "\0" in name):
+        raise ConfigError(f"--name {name!r} must be one folder name under --runs-root (no '/', not '.' or '..')")
     base = resolve_agent_config(agent_cls.Config, sets=sets)
     overlap = sorted(set(values) & {item.partition("=")[0].strip() for item in sets or []})
     if overlap:

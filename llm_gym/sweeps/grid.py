@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import math
 import re
 import typing
 from collections.abc import Mapping, Sequence
@@ -18,6 +19,9 @@ from typing import Any
 
 from llm_gym.config import apply_overrides, coerce
 from llm_gym.errors import ConfigError, suggest
+
+MAX_RUNS = 10_000
+"""Most runs (cells x seeds) one sweep plans: more is a typo (``0-100000000``), refused before any list is built."""
 
 RESERVED = {"seed": "use --seeds 0,1,2 for seeds"}
 """Fields a grid may not vary, with what to use instead."""
@@ -110,20 +114,31 @@ def _type_name(annotation: Any) -> str:
 
 
 def parse_seeds(text: str) -> list[int]:
-    """``"0,1,2"`` or ``"0-4"`` (inclusive) -> seeds, each once, in order."""
-    seeds: list[int] = []
+    """``"0,1,2"`` or ``"0-4"`` (inclusive) -> seeds, each once, in order (at most :data:`MAX_RUNS`)."""
+    seeds: dict[int, None] = {}  # ordered, and a membership test in constant time
     for part in (p.strip() for p in text.split(",")):
         match = re.fullmatch(r"(\d+)-(\d+)", part)
         try:
-            chunk = list(range(int(match[1]), int(match[2]) + 1)) if match else [int(part)]
+            low, high = (int(match[1]), int(match[2])) if match else (int(part), int(part))
         except ValueError:
             raise ConfigError(f"--seeds expects integers such as 0,1,2 or 0-4, got {text!r}") from None
-        if not chunk:
+        if high < low:
             raise ConfigError(f"--seeds range {part!r} is empty")
-        if min(chunk) < 0:
+        if low < 0:
             raise ConfigError(f"--seeds takes seeds >= 0, got {part!r}")
-        seeds += [s for s in chunk if s not in seeds]
-    return seeds
+        if high - low + 1 + len(seeds) > MAX_RUNS:
+            raise ConfigError(f"--seeds {text!r} names more than {MAX_RUNS:,} seeds; a sweep runs at most {MAX_RUNS:,}")
+        seeds.update(dict.fromkeys(range(low, high + 1)))
+    return list(seeds)
+
+
+def check_run_count(grid: Mapping[str, Sequence[Any]], seeds: Sequence[int]) -> None:
+    """Refuse a sweep of more than :data:`MAX_RUNS` runs before its cells are built."""
+    count = math.prod(len(values) for values in grid.values()) * len(seeds)
+    if count > MAX_RUNS:
+        raise ConfigError(
+            f"the grid and --seeds make {count:,} runs; a sweep runs at most {MAX_RUNS:,}: fewer values or seeds"
+        )
 
 
 def cells(grid: Mapping[str, Sequence[Any]]) -> list[Cell]:

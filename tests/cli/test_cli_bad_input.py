@@ -13,6 +13,7 @@ from llm_gym.testing import invoke
 PONG = ("--agent", "random", "--env", "LLMPong-v0")
 TTT = ("--agent", "random", "--env", "OpenSpiel-tic_tac_toe-v0")
 PPO_PONG = ("--agent", "ppo_lora", "--env", "LLMPong-v0")
+NANO = ("--agent", "nanogpt_ppo", "--env", "LLMBreakout-ascii-v0")
 
 
 @pytest.mark.parametrize(
@@ -53,6 +54,31 @@ PPO_PONG = ("--agent", "ppo_lora", "--env", "LLMPong-v0")
         (["bench", "--suite", "smoke", "--render-only", "--db", "m.sqlite"], ["there is no store at m.sqlite"]),
         (["bench", "--suite", "smoke", "--workers", "2"], ["--workers sets the Ray workers; add --ray"]),
         (["bench", "--suite", "smoke", "--render-only", "--ray"], ["--render-only plays no episode", "--ray"]),
+        # numbers: finite and in range, checked where the config is built, before any run directory (#83 item 4)
+        (["train", *NANO, "--set", "learning_rate=inf"], ["learning_rate=inf is not a finite number"]),
+        (["train", *NANO, "--set", "gamma=1e999"], ["gamma=inf is not a finite number"]),
+        (["train", *NANO, "--set", "learning_rate=nan"], ["learning_rate=nan is not a finite number"]),
+        (["train", *NANO, "--set", "learning_rate=-1"], ["learning_rate=-1 must be > 0"]),
+        (["train", *NANO, "--set", "gamma=1.5"], ["gamma=1.5 must be <= 1 and >= 0"]),
+        (["train", *NANO, "--set", "total_steps=1e999"], ["total_steps='1e999' is not a valid int"]),
+        (["train", *PPO_PONG, "--set", "learning_rate=-1"], ["learning_rate=-1 must be > 0"]),
+        (["sweep", *NANO, "--grid", "learning_rate=1e-3,inf"], ["--grid cell learning_rate=inf", "not a finite"]),
+        (["sweep", *NANO, "--set", "gamma=1e999"], ["gamma=inf is not a finite number"]),
+        (["sweep", *NANO, "--name", "../../x", "--dry-run"], ["--name '../../x' must be one folder name"]),
+        (["sweep", *NANO, "--seeds", "0-100000000", "--dry-run"], ["names more than 10,000 seeds"]),
+        (
+            [
+                "sweep",
+                *NANO,
+                "--seeds",
+                "0-99",
+                "--grid",
+                "gamma=0.9,0.99",
+                "--grid",
+                "update_epochs=" + ",".join(map(str, range(1, 52))),
+            ],
+            ["make 10,200 runs"],
+        ),
     ],
 )
 def test_wrong_input_is_one_line_exit_2_and_leaves_nothing(
