@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_gym.errors import CheckpointError
+from llm_gym.model_card import write_model_card
 from llm_gym.snapshots import can_pickle  # noqa: F401  (its old home; agents import it from llm_gym.snapshots)
 
 CONFIG_FILE = "config.json"
@@ -195,6 +196,7 @@ class Run:
         tmp.mkdir(parents=True)
         try:
             yield tmp
+            write_model_card(tmp, final, self.read_config(), step)
             write_json_atomic(tmp / MANIFEST_FILE, {"step": step, "time": time.time(), "files": _manifest(tmp)})
             _fsync_tree(tmp)
             if final.exists():
