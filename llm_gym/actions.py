@@ -10,9 +10,15 @@ Matching order, first hit wins (names are compared case-insensitively, whitespac
 2. the whole answer is a legal action id;
 3. an ``action: X`` / ``answer: X`` line, X parsed by 1-2;
 4. the earliest action name written as a whole word inside the answer (longest name at the same position);
-5. the first integer in the answer that is a legal action id;
+5. the first free-standing integer in the answer that is a legal action id (not part of a word, a coordinate pair
+   such as ``1,1`` or a bracket: ``x(1,1)`` holds no id);
 6. the answer is the prefix of exactly one name;
 7. the answer is a substring of exactly one name.
+
+The parser never plays a move other than the one the answer names: where no legal name is mentioned but the answer
+writes something shaped like the game's moves (``x(1,1)``, ``pile:1, take:5``: a legal name with other numbers)
+that is not legal now, the answer names an illegal move and is invalid (method ``illegal``), before rules 5-7
+could read a number or a fragment of it as some other move.
 
 Before matching, ``<think>...</think>`` blocks are dropped and, if the answer has a fenced code block, only the
 last block is kept.
@@ -20,6 +26,7 @@ last block is kept.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -35,11 +42,15 @@ _THINK = re.compile(r"<think>.*?(</think>|$)", re.IGNORECASE | re.DOTALL)
 _FENCE = re.compile(r"```[^\n`]*\n?(.*?)(```|$)", re.DOTALL)
 _LABEL = re.compile(r"(?:^|\n)\s*(?:final\s+)?(?:action|answer|move)\s*[:=]\s*(.+)", re.IGNORECASE)
 _INT = re.compile(r"(?<![\w.])-?\d+(?![\w.])")
+# An id written on its own: after a space, ':', '=' or '#' (or at the start), and before a space, the end or a
+# sentence mark; a comma only where no number follows (``1,1`` is a coordinate pair, not two ids).
+_ID_NUMBER = re.compile(r"(?<![^\s:=#])-?\d+(?=$|[\s!?;:]|\.(?!\d)|,(?!\s*\d))")
+_DIGITS = re.compile(r"\d+")
 _SPACES = re.compile(r"\s+")
 _TRIM = " \t\r\n.,;:!?\"'`*()[]{}<>"
 _MAX_ID_DIGITS = 18
 
-ParseMethod = Literal["name", "id", "label", "mention", "number", "prefix", "substring", "none"]
+ParseMethod = Literal["name", "id", "label", "mention", "illegal", "number", "prefix", "substring", "none"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,8 +127,10 @@ def parse_action(
     mention = _earliest_mention(answer, names)
     if mention is not None:
         return ParsedAction(mention, "mention")
+    if _names_an_illegal_move(answer, tuple(names)):
+        return ParsedAction(None, "illegal")
     legal_set = set(legal)
-    for number in _INT.findall(answer):
+    for number in _ID_NUMBER.findall(answer):
         value = _small_int(number)
         if value is not None and value in legal_set:
             return ParsedAction(value, "number")
@@ -141,6 +154,21 @@ def _match_whole(answer: str, names: dict[str, int], legal: list[int]) -> Parsed
     if value is not None and value in legal:
         return ParsedAction(value, "id")
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def _move_shapes(names: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One pattern matching every name of ``names`` with other numbers in it (``x(0,1)`` -> ``x(\\d+,\\d+)``), as a
+    whole word; None where no name holds a number (then no other move can be told from ordinary text)."""
+    shapes = {_DIGITS.sub(r"\\d+", re.escape(name)) for name in names if _DIGITS.search(name)}
+    if not shapes:
+        return None
+    return re.compile(r"(?<![^\W_])(?:" + "|".join(sorted(shapes, key=len, reverse=True)) + r")(?![^\W_])")
+
+
+def _names_an_illegal_move(answer: str, names: tuple[str, ...]) -> bool:
+    shapes = _move_shapes(names)
+    return shapes is not None and any(m.group(0) not in names for m in shapes.finditer(answer))
 
 
 def _small_int(digits: str) -> int | None:
@@ -205,7 +233,9 @@ class TextActions(gym.Wrapper):
         return obs, {**info, "invalid_actions": 0}
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        legal = list(self._info["legal_actions"])
+        legal = list(self._info.get("legal_actions", ()))
+        if not legal:  # before the first reset, or after the game ended: no move can be read or played
+            raise gym.error.ResetNeeded("the episode is over (no legal actions) or never started: call reset() first")
         parsed = parse_action(action, self._info["action_names"], legal, action_aliases(self.env))
         chosen, penalty = parsed.action, 0.0
         if chosen is None:

@@ -149,3 +149,58 @@ def test_text_actions_random_fallback_is_seeded() -> None:
 
     first = run()
     assert first == run() and len(set(first)) > 1
+
+
+TTT_AFTER_CENTER = ["x(0,0)", "x(0,1)", "x(0,2)", "x(1,0)", "x(1,2)", "x(2,0)", "x(2,1)", "x(2,2)"]  # (1,1) taken
+TTT_IDS = [0, 1, 2, 3, 5, 6, 7, 8]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["x(1,1)", "I play x(1,1).", "Action: x(1,1)", "o(1,1)", "1,1", "(1, 1)", "the centre, (1,1)", "x(3,3)"],
+)
+def test_a_move_that_is_not_legal_is_never_read_as_another(text: str) -> None:
+    """``x(1,1)`` on an occupied cell used to be played as action 1 (``x(0,1)``) by the number rule."""
+    parsed = parse_action(text, TTT_AFTER_CENTER, TTT_IDS)
+    assert parsed.action is None, parsed
+
+
+@pytest.mark.parametrize(
+    ("names", "legal", "text"),
+    [
+        (["x0", "x1", "x2", "x4", "x5", "x6"], [0, 1, 2, 4, 5, 6], "x3"),  # connect four, column 3 full
+        (["pile:1, take:1;", "pile:2, take:1;"], [0, 1], "pile:1, take:5;"),  # nim
+        (["1-1", "1-2", "2-1"], [0, 1, 5], "2-2"),  # liar's dice
+    ],
+)
+def test_other_games_illegal_moves_are_invalid(names: list[str], legal: list[int], text: str) -> None:
+    assert parse_action(text, names, legal) == ParsedAction(None, "illegal")
+
+
+def test_legal_moves_and_plain_ids_still_read() -> None:
+    assert parse_action("x(1,2)", TTT_AFTER_CENTER, TTT_IDS).action == 5
+    assert parse_action("x(1,1) is taken, so x(2,2)", TTT_AFTER_CENTER, TTT_IDS).action == 8
+    assert parse_action("I pick action 3, the left edge", TTT_AFTER_CENTER, TTT_IDS) == ParsedAction(3, "number")
+    assert parse_action("answer: 7", TTT_AFTER_CENTER, TTT_IDS).action == 7
+
+
+def test_the_tic_tac_toe_env_penalises_an_occupied_cell() -> None:
+    env = TextActions(gym.make("OpenSpiel-tic_tac_toe-v0"))
+    _, info = env.reset(seed=0, options={"seat": 0})
+    centre = info["action_names"][info["legal_actions"].index(4)]
+    _, _, _, _, info = env.step(centre)
+    assert 4 not in info["legal_actions"] and 1 in info["legal_actions"]  # x took it; action 1 (x(0,1)) is free
+    _, reward, _, _, info = env.step(centre)
+    assert info["invalid_action"] and info["parse_method"] == "illegal" and reward < 0
+
+
+def test_text_actions_after_the_game_is_over_asks_for_a_reset() -> None:
+    env = TextActions(gym.make("OpenSpiel-tic_tac_toe-v0"))
+    with pytest.raises(gym.error.ResetNeeded, match="call reset"):
+        env.step("x(0,0)")
+    env.reset(seed=0)
+    terminated = False
+    while not terminated:
+        _, _, terminated, _, info = env.step(str(env._info["legal_actions"][0]))
+    with pytest.raises(gym.error.ResetNeeded, match="the episode is over"):
+        env.step("x(0,0)")
