@@ -28,14 +28,18 @@ import json
 from collections.abc import Iterator
 from typing import Any, Literal
 
-import httpx
-import verifiers.v1 as vf
-from pydantic import Field
-from verifiers.v1.dialects.chat import message_to_wire
-from verifiers.v1.runtimes import ProgramResult
-from verifiers.v1.runtimes.subprocess import SubprocessConfig
-
+from llm_gym.errors import MissingDependencyError
 from llm_gym.integrations.episode import TextEpisode
+
+try:
+    import httpx
+    import verifiers.v1 as vf
+    from pydantic import Field
+    from verifiers.v1.dialects.chat import message_to_wire
+    from verifiers.v1.runtimes import ProgramResult
+    from verifiers.v1.runtimes.subprocess import SubprocessConfig
+except ImportError as exc:
+    raise MissingDependencyError("the verifiers environment (llm-gym-verifiers)", "verifiers") from exc
 
 TASKSET_ID = "llm-gym-verifiers"
 
