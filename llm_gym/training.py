@@ -139,6 +139,24 @@ def _load_legacy(path: Path) -> dict[str, Any]:
         return pickle.load(handle)  # the user said this run directory is theirs (LLM_GYM_TRUST_PICKLE=1)
 
 
+def load_optimizer_state(optimizer: Any, scheduler: Any, optimizer_state: Any, scheduler_state: Any) -> None:
+    """Load a checkpoint's optimizer and ``LambdaLR`` scheduler state, keeping the learning rates the optimizer was
+    built with (this run's config), at the schedule's current point.
+
+    The saved state holds the rates of the run that wrote it (each param group's ``lr`` and ``initial_lr``, the
+    scheduler's ``base_lrs``): loaded as is, ``train --resume RUN --set learning_rate=X`` wrote X into the config
+    and kept training at the old rate. With the same config the rates come out bit-identical to the saved ones.
+    """
+    configured = [group.get("initial_lr", group["lr"]) for group in optimizer.param_groups]
+    optimizer.load_state_dict(optimizer_state)
+    scheduler.load_state_dict(scheduler_state)
+    scheduler.base_lrs = list(configured)
+    for group, base, factor in zip(optimizer.param_groups, configured, scheduler.lr_lambdas, strict=True):
+        group["initial_lr"] = base
+        group["lr"] = base * factor(scheduler.last_epoch)  # what LambdaLR itself computes at this point
+    scheduler._last_lr = [group["lr"] for group in optimizer.param_groups]
+
+
 def training_env(env: EnvConfig) -> EnvConfig:
     """``env`` with its family's training defaults under the user's own arguments (Atari: ``fire_on_reset`` and
     ``terminal_on_life_loss``, see docs/guides/atari.md); what every learning agent trains on."""

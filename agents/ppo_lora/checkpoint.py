@@ -81,8 +81,7 @@ def load_checkpoint(
         env_state = training.load_envs(directory)
     except (OSError, RuntimeError, pickle.UnpicklingError) as exc:
         raise CheckpointError(f"cannot resume from {directory}: {exc}") from exc
-    optimizer.load_state_dict(data["optimizer"])
-    scheduler.load_state_dict(data["scheduler"])
+    training.load_optimizer_state(optimizer, scheduler, data["optimizer"], data["scheduler"])  # --set learning_rate
     generator.set_state(data["generator"])
     torch.set_rng_state(data["torch_rng"])
     return Counters.from_state_dict(data["counters"]), data["next_done"], env_state

@@ -374,8 +374,7 @@ def _load_state(
         data = torch.load(directory / STATE_FILE, map_location="cpu", weights_only=True)
     except (OSError, RuntimeError) as exc:
         raise CheckpointError(f"cannot resume from {directory}: {exc}") from exc
-    optimizer.load_state_dict(data["optimizer"])
-    scheduler.load_state_dict(data["scheduler"])
+    training.load_optimizer_state(optimizer, scheduler, data["optimizer"], data["scheduler"])  # --set learning_rate
     generator.set_state(data["generator"])
     restored = training.Counters.from_state_dict(data["counters"])
     for name, value in vars(restored).items():

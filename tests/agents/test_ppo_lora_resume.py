@@ -70,3 +70,22 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path) -> Non
     assert expected.keys() == resumed.keys() and len(expected) > 4
     for key in expected:
         assert torch.equal(expected[key], resumed[key]), key
+
+
+def test_a_resume_trains_at_the_learning_rate_it_is_given(tmp_path: Path) -> None:
+    from llm_gym.lm.testing import make_tiny_model
+
+    model = make_tiny_model(tmp_path / "model", layers=2, hidden=32)
+    settings = {**_settings(model), "total_steps": 32, "lr_schedule": "constant"}
+    run = Run.create(ENV, "ppo_lora", to_dict(PPOLoRAConfig(**settings)), path=tmp_path / "run")
+    PPOLoRAAgent(PPOLoRAConfig(**settings)).train(EnvConfig(ENV), run)
+    run.close()
+    faster = PPOLoRAConfig(**{**settings, "total_steps": 64, "learning_rate": settings.get("learning_rate", 1e-3) * 7})
+    run = Run.open(tmp_path / "run")
+    run.resumed_from = run.latest_checkpoint()
+    PPOLoRAAgent(faster).train(EnvConfig(ENV), run)
+    run.close()
+    state = torch.load(tmp_path / "run" / "checkpoints" / "step_64" / "training.pt", weights_only=True)
+    group = state["optimizer"]["param_groups"][0]
+    assert group["lr"] == group["initial_lr"] == faster.learning_rate
+    assert state["scheduler"]["base_lrs"] == [faster.learning_rate]

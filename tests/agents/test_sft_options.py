@@ -143,3 +143,21 @@ def test_the_report_calls_only_the_untrained_evaluation_before(
     print_report(summary, [before, after])
     table = capsys.readouterr().out
     assert table.index("before training") < table.index("after (epoch 1)")
+
+
+def test_a_resume_trains_at_the_learning_rate_it_is_given(
+    tiny_model_dir: Path, ttt_demos: Path, tmp_path: Path
+) -> None:
+    """``train --resume RUN --set learning_rate=X`` wrote X into config.json while the optimizer and scheduler state
+    brought the old rate back; X now applies from the resumed point of the schedule on."""
+    from llm_gym.agents.sft.train import STATE_FILE
+
+    first = sft_settings(tiny_model_dir, ttt_demos, epochs=1, batch_size=4, checkpoint_every=1, keep_checkpoints=100)
+    _, run = _train(tmp_path / "run", first)
+    faster = sft_settings(tiny_model_dir, ttt_demos, epochs=2, batch_size=4, checkpoint_every=1, keep_checkpoints=100,
+                          learning_rate=first.learning_rate * 10)  # fmt: skip
+    resumed, _ = _train(tmp_path / "run", faster, resume=True)
+    state = torch.load(Path(resumed["checkpoint"]) / STATE_FILE, weights_only=True)
+    group = state["optimizer"]["param_groups"][0]
+    assert group["initial_lr"] == faster.learning_rate and state["scheduler"]["base_lrs"] == [faster.learning_rate]
+    assert group["lr"] == pytest.approx(faster.learning_rate * faster.min_lr_ratio)  # the new rate, at the end
