@@ -122,3 +122,22 @@ def test_pong_up_moves_the_paddle_up() -> None:
     for _ in range(3):
         _, _, _, _, info = env.step(up)
     assert info["game_state"].player_y < low
+
+
+def test_pong_describes_nothing_the_frame_does_not_show() -> None:
+    """After a reset the RAM holds a stale ball line and a CPU paddle above the field while neither is drawn; the
+    first observation read ``cpu paddle y=7. ball x=-49 y=46`` and one step later ``cpu paddle y=-15``."""
+    for seed in range(3):
+        env = gym.make("LLMPong-text-v0", repeat_action_probability=0.0, render_mode="rgb_array")
+        observation, info = env.reset(seed=seed)
+        frames = [(observation, info["game_state"], env.render())]
+        for _ in range(40):
+            observation, *_, info = env.step(0)
+            frames.append((observation, info["game_state"], env.render()))
+        for observation, state, frame in frames:
+            ball, cpu = _colour_box(frame, (236, 236, 236)), _colour_box(frame, (213, 130, 74))
+            assert (state.ball_x is None) == (ball is None), (observation, ball)
+            assert (state.cpu_y is None) == (cpu is None), (observation, cpu)
+            assert "x=-49" not in observation and "y=-" not in observation
+        assert "cpu paddle not in view. no ball in play." in frames[0][0]
+        env.close()

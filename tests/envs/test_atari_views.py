@@ -47,7 +47,10 @@ def test_pong_text_uses_up_and_down() -> None:
     env = gym.make("LLMPong-v0")
     obs, info = env.reset(seed=0)
     assert info["action_names"] == ("NOOP", "FIRE", "UP", "DOWN", "UPFIRE", "DOWNFIRE")
-    assert "your paddle y=" in obs and "cpu paddle y=" in obs
+    assert "your paddle y=" in obs and "cpu paddle not in view" in obs  # not drawn yet at the start of a game
+    for _ in range(20):
+        obs, *_ = env.step(0)
+    assert "cpu paddle y=" in obs
 
 
 @pytest.mark.parametrize(

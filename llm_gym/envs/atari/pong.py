@@ -1,9 +1,11 @@
 """Pong: RAM map, text description, ASCII drawing, shaping potential and a ball tracker.
 
 RAM offsets (verified against the rendered frame in tests/envs/test_atari_ram.py): ball x = ram[49] - 49,
-ball y = ram[54] - 14 (ram[54] == 0: no ball in play; the frame may draw it one line higher), player (right,
+ball y = ram[54] - 14 (ram[54] == 0 or ram[49] == 0: no ball in play; right after a reset ram[54] still holds a
+stale line while nothing is drawn; the frame may draw the ball one line higher), player (right,
 green) paddle top y = ram[51] - 13 rounded down to an even line,
-CPU (left, orange) paddle top y = ram[50] - 15, scores ram[13] (CPU) and ram[14] (player). Paddles are 16 px tall;
+CPU (left, orange) paddle top y = ram[50] - 15 (above the field at the start of a game, before the CPU's paddle
+is drawn: then not in view), scores ram[13] (CPU) and ram[14] (player). Paddles are 16 px tall;
 the player's paddle is at x=140..143, the CPU's at x=16..19. ALE's RIGHT moves the player's paddle up, LEFT down.
 """
 
@@ -25,8 +27,8 @@ class PongState(NamedTuple):
 
     player_y: int
     """Top of your (right) paddle."""
-    cpu_y: int
-    """Top of the CPU's (left) paddle."""
+    cpu_y: int | None
+    """Top of the CPU's (left) paddle; None while it is not drawn (the first frames of a game)."""
     ball_x: int | None
     ball_y: int | None
     ball_dx: int
@@ -71,14 +73,14 @@ class Pong(AtariGame):
 
     def read(self, ram: np.ndarray, previous: PongState | None) -> PongState:
         ball_raw, ball_x_raw, player_raw, cpu_raw = int(ram[54]), int(ram[49]), int(ram[51]), int(ram[50])
-        in_play = ball_raw != 0
+        in_play = ball_raw != 0 and ball_x_raw != 0  # x = -49 is off the screen: nothing is drawn
         ball_x = ball_x_raw - 49 if in_play else None
         ball_y = ball_raw - 14 if in_play else None
         dx, dy = ball_motion(ball_x, ball_y, previous)
         previous_x, previous_y = previous_ball(previous)
         return PongState(
             player_y=(player_raw - 13) & ~1,  # the kernel draws this paddle from even lines only
-            cpu_y=cpu_raw - 15,
+            cpu_y=cpu_raw - 15 if cpu_raw - 15 + PADDLE_HEIGHT > FIELD_TOP else None,
             ball_x=ball_x,
             ball_y=ball_y,
             ball_dx=dx,
@@ -91,9 +93,8 @@ class Pong(AtariGame):
 
     def status_words(self, state: PongState) -> str:
         head = f"you {state.player_score}, cpu {state.cpu_score}."
-        return (
-            f"{head} your paddle y={state.player_y}..{state.player_y + PADDLE_HEIGHT - 1}, cpu paddle y={state.cpu_y}."
-        )
+        cpu = "cpu paddle not in view" if state.cpu_y is None else f"cpu paddle y={state.cpu_y}"
+        return f"{head} your paddle y={state.player_y}..{state.player_y + PADDLE_HEIGHT - 1}, {cpu}."
 
     def draw_background(self, cells: np.ndarray) -> None:
         cells[1, :] = cells[-1, :] = ord("-")
@@ -103,7 +104,8 @@ class Pong(AtariGame):
         canvas = self.canvas
         canvas.begin()
         canvas.put(self.grid.row_span(state.player_y, state.player_y + PADDLE_HEIGHT), self._player_col, "#")
-        canvas.put(self.grid.row_span(state.cpu_y, state.cpu_y + PADDLE_HEIGHT), self._cpu_col, "|")
+        if state.cpu_y is not None:
+            canvas.put(self.grid.row_span(state.cpu_y, state.cpu_y + PADDLE_HEIGHT), self._cpu_col, "|")
         return self.finish_drawing(state, f"you {state.player_score} cpu {state.cpu_score}")
 
     def paddle_offset(self, state: PongState) -> float:
