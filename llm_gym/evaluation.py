@@ -20,7 +20,11 @@ from llm_gym.stepping import EnvStepper, Episode, VectorKind, make_vector_env
 from llm_gym.tasks import TaskSampler
 from llm_gym.video import VideoWarning, VideoWriter
 
-__all__ = ["EpisodeResult", "Stopwatch", "VideoWarning", "VideoWriter", "run_episodes"]
+__all__ = ["HELDOUT_SEED", "EpisodeResult", "Stopwatch", "VideoWarning", "VideoWriter", "run_episodes"]
+
+HELDOUT_SEED = 100_000_000
+"""Where evaluation seeds start (episode ``i`` plays ``HELDOUT_SEED + i``): a bench suite's default ``heldout``
+split and ``play --checkpoint``'s default, far from the seeds training envs reset with (the run's seed on)."""
 
 
 @dataclass

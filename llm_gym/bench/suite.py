@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_gym.errors import ConfigError, UnknownNameError
+from llm_gym.evaluation import HELDOUT_SEED
 
 SUITES_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "suites"
 """Where named suites live (the repository's ``benchmarks/suites``)."""
@@ -243,7 +244,7 @@ def parse_suite(data: Mapping[str, Any], path: Path) -> Suite:
     _known_keys(data, _SUITE_KEYS, where)
     splits = {
         name: Split(name, int(_get(s, "seed", int, f"{where} [splits.{name}]")), str(s.get("description", "")))
-        for name, s in dict(data.get("splits") or {HELDOUT: {"seed": 100_000_000}}).items()
+        for name, s in dict(data.get("splits") or {HELDOUT: {"seed": HELDOUT_SEED}}).items()
     }
     if HELDOUT not in splits:
         raise ConfigError(f"{where}: a suite needs a [splits.heldout] with the evaluation seed")

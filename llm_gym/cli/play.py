@@ -33,7 +33,7 @@ from llm_gym.cli.task_report import episode_task_ids, per_game
 from llm_gym.envs.catalog import env_family, env_spec, evaluation_overrides, reward_only_args
 from llm_gym.envs.catalog import make as make_env
 from llm_gym.errors import ConfigError, UnknownNameError, UnsupportedEnvError
-from llm_gym.evaluation import Stopwatch, run_episodes
+from llm_gym.evaluation import HELDOUT_SEED, Stopwatch, run_episodes
 from llm_gym.plugins import get_agent
 from llm_gym.stats import mean_ci95
 from llm_gym.tasks import TaskRange
@@ -77,7 +77,8 @@ def play(
     also the win rate and mean score per game.
 
     With --checkpoint, the agent and (unless --env is given) the env are the checkpoint's; --config, --set and
-    --seed change how it plays, --model and --backend only where its weights can play that way.
+    --seed change how it plays, --model and --backend only where its weights can play that way. A checkpoint plays
+    the held-out seeds bench plays (100,000,000 on) unless --seed says otherwise, never its training seeds.
 
     Play is greedy unless --sample: then a policy with a distribution over actions (the LM agents, nanogpt_ppo)
     samples from it, so greedy and sampled play of one checkpoint can be compared on the same seeds."""
@@ -117,12 +118,14 @@ def play(
     if checkpoint is not None:
         note_training_env_args_left_out(checkpoint, env_config)
     clock = Stopwatch()
-    ids = episode_task_ids(tasks, episodes, seed or 0) if tasks else None
+    # A checkpoint plays held-out seeds, as bench does: seeds 0, 1, ... are the ones its training envs reset with.
+    first_seed = seed if seed is not None else (HELDOUT_SEED if checkpoint is not None else 0)
+    ids = episode_task_ids(tasks, episodes, first_seed) if tasks else None
     results = run_episodes(
         policy,
         env_config,
         episodes,
-        seed=seed or 0,
+        seed=first_seed,
         num_envs=num_envs,
         max_steps=max_steps,
         video_path=video,

@@ -162,3 +162,17 @@ def test_training_only_settings_of_an_untrained_agent_are_refused(tmp_path: Path
     assert not out.exists()
     played = invoke("play", "--agent", "random", "--env", TTT, "--set", "seed=3", *PLAY)
     assert played.exit_code == 0, played.output
+
+
+def test_a_checkpoint_plays_held_out_seeds_like_bench(tmp_path: Path) -> None:
+    """Seeds 0, 1, ... are the ones a run's training envs reset with; play --checkpoint evaluated on them."""
+    from llm_gym.bench.suite import load_suite
+    from llm_gym.evaluation import HELDOUT_SEED
+
+    run = tmp_path / "random_run"
+    assert invoke("train", "--agent", "random", "--env", "OpenSpiel-tic_tac_toe-v0", "--run-dir", str(run),
+                  "--set", "total_steps=5").exit_code == 0  # fmt: skip
+    result = invoke("play", "--checkpoint", str(run), "--episodes", "2", "--max-steps", "3", "--json")
+    assert result.exit_code == 0, result.output
+    assert [e["seed"] for e in json.loads(result.stdout)["episodes"]] == [HELDOUT_SEED, HELDOUT_SEED + 1]
+    assert load_suite("smoke").splits["heldout"].seed == HELDOUT_SEED  # the seeds bench plays
