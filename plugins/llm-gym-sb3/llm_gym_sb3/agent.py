@@ -49,6 +49,15 @@ class Sb3PPOConfig(AgentConfig):
     checkpoint_every: int = training_only(20_000)
     """Env steps between checkpoints."""
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.num_envs < 1 or self.total_steps % self.num_envs:
+            low = self.total_steps - self.total_steps % max(self.num_envs, 1)
+            raise ValueError(
+                f"sb3_ppo steps its num_envs={self.num_envs} envs together, so total_steps={self.total_steps} "
+                f"cannot be exact; use {low} or {low + self.num_envs}"
+            )
+
 
 class Sb3Policy:
     """Greedy actions of a trained SB3 model, batched over envs."""
@@ -60,6 +69,34 @@ class Sb3Policy:
         batch = np.stack([state_features(info["game_state"]) for info in infos])
         actions, _ = self.model.predict(batch, deterministic=True)
         return [int(a) for a in actions]
+
+
+def _learn_exactly(model: Any, total_steps: int, callback: Any) -> None:
+    """Train ``model`` until it has taken exactly ``total_steps`` env steps.
+
+    SB3 learns in whole rollouts of ``n_steps`` per env, so ``learn(512)`` with 8 envs x 128 steps takes 1,024. The
+    whole rollouts that fit run as usual; the rest (a multiple of the env count, checked by the config) is one
+    shorter rollout, after which the model gets its own ``n_steps`` back (a resume continues with it).
+    """
+    from stable_baselines3.common.buffers import RolloutBuffer
+
+    rollout = model.n_steps * model.n_envs
+    remaining = max(total_steps - model.num_timesteps, 0)
+    whole, rest = divmod(remaining, rollout)
+    if whole:
+        model.learn(whole * rollout, callback=callback, reset_num_timesteps=False)
+    if rest and not getattr(callback, "stop", False):
+        n_steps, buffer = model.n_steps, model.rollout_buffer
+
+        def resized(steps: int) -> RolloutBuffer:
+            return type(buffer)(steps, model.observation_space, model.action_space, device=model.device,
+                                gamma=model.gamma, gae_lambda=model.gae_lambda, n_envs=model.n_envs)  # fmt: skip
+
+        model.n_steps, model.rollout_buffer = rest // model.n_envs, resized(rest // model.n_envs)
+        try:
+            model.learn(rest, callback=callback, reset_num_timesteps=False)
+        finally:
+            model.n_steps, model.rollout_buffer = n_steps, buffer
 
 
 class Sb3PPOAgent(Agent):
@@ -127,9 +164,7 @@ class Sb3PPOAgent(Agent):
                 self.stop = should_stop([c.on_update(step, metrics) for c in callbacks])
 
         bridge = Bridge()
-        remaining = max(config.total_steps - model.num_timesteps, 0)
-        if remaining:
-            model.learn(remaining, callback=bridge, reset_num_timesteps=False)
+        _learn_exactly(model, config.total_steps, bridge)
         save(model.num_timesteps)
         returns = [float(info["r"]) for info in model.ep_info_buffer]
         summary = {
