@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -33,7 +34,7 @@ from llm_gym.cli.task_report import episode_task_ids, per_game
 from llm_gym.envs.catalog import env_family, env_spec, evaluation_overrides, reward_only_args
 from llm_gym.envs.catalog import make as make_env
 from llm_gym.errors import ConfigError, UnknownNameError, UnsupportedEnvError
-from llm_gym.evaluation import HELDOUT_SEED, Stopwatch, run_episodes
+from llm_gym.evaluation import HELDOUT_SEED, Stopwatch, VideoWarning, run_episodes
 from llm_gym.plugins import get_agent
 from llm_gym.stats import mean_ci95
 from llm_gym.tasks import TaskRange
@@ -121,16 +122,22 @@ def play(
     # A checkpoint plays held-out seeds, as bench does: seeds 0, 1, ... are the ones its training envs reset with.
     first_seed = seed if seed is not None else (HELDOUT_SEED if checkpoint is not None else 0)
     ids = episode_task_ids(tasks, episodes, first_seed) if tasks else None
-    results = run_episodes(
-        policy,
-        env_config,
-        episodes,
-        seed=first_seed,
-        num_envs=num_envs,
-        max_steps=max_steps,
-        video_path=video,
-        task_ids=ids,
-    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", VideoWarning)
+        results = run_episodes(
+            policy,
+            env_config,
+            episodes,
+            seed=first_seed,
+            num_envs=num_envs,
+            max_steps=max_steps,
+            video_path=video,
+            task_ids=ids,
+        )
+    for warning in caught:  # shown as they would have been; a video that was not written is not reported below
+        warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
+    if any(issubclass(w.category, VideoWarning) for w in caught):
+        video = None
     returns = [r.episode_return for r in results]
     mean, ci = mean_ci95(returns)
     steps = sum(r.length for r in results)
@@ -204,6 +211,8 @@ def check_video_path(video: Path) -> None:
     folder = video.parent
     if video.is_dir():
         raise ConfigError(f"--video {video} is a folder; give a file name such as {video / 'episode.mp4'}")
+    if video.exists() and not video.is_file():
+        raise ConfigError(f"--video {video} is not a regular file (a device or a socket); give an .mp4 file name")
     if not folder.is_dir():
         raise ConfigError(f"--video {video}: the folder {folder} does not exist; create it first")
     if not os.access(folder, os.W_OK | os.X_OK):

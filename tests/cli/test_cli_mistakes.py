@@ -3,6 +3,7 @@ and nothing left on disk by a command that could not run."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -75,6 +76,14 @@ def test_video_needs_an_existing_writable_folder_and_creates_none(tmp_path: Path
     assert_one_line_error(llm_gym("play", *PONG, "--video", str(top / "x.mp4")), "does not exist")
     assert not top.exists(), "nothing is created at the filesystem root"
     assert_one_line_error(llm_gym("play", *PONG, "--video", str(tmp_path)), "is a folder")
+    assert_one_line_error(llm_gym("play", *PONG, "--video", os.devnull), "is not a regular file")
+
+
+def test_a_video_that_could_not_be_written_is_not_reported_as_written(tmp_path: Path) -> None:
+    done = llm_gym("play", *PONG, "--episodes", "1", "--max-steps", "3", "--video", str(tmp_path / "v.unknown"),
+                   "--json")  # fmt: skip
+    assert done.returncode == 0 and "not written" in done.stderr, done.stderr
+    assert json.loads(done.stdout)["video"] is None
 
 
 def test_an_agent_refusing_the_env_leaves_no_run_dir_and_the_rerun_says_the_same(tmp_path: Path) -> None:
