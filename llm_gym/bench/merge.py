@@ -7,10 +7,14 @@ each fill their own SQLite file; ``llm-gym bench --merge OTHER.sqlite`` copies t
 * Atomic: the whole merge is one transaction; a kill leaves this store as it was before the merge.
 * The other file is checked like any store (not SQLite, another program's database, damaged, a newer schema: one
   line, nothing written) and only ever opened read-only.
+* One suite: ``bench --suite A --merge B.sqlite`` copies suite A's episodes only (and the entry records they use);
+  the episodes of other suites are counted in the report and left where they are, and a file with none of A's is
+  refused in one line naming the suites it does hold.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from dataclasses import dataclass
@@ -33,10 +37,13 @@ class MergeReport:
     """Trajectories added with them."""
     entries: int
     """Entry identities (config, checkpoint, training) this store did not know."""
+    left_out: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Episodes of other suites than the one merged, by suite (not copied)."""
 
 
-def merge_store(store: EpisodeStore, other: str | Path) -> MergeReport:
-    """Copy into ``store`` every episode (with its trajectory) and entry record of ``other`` it lacks."""
+def merge_store(store: EpisodeStore, other: str | Path, suite: str | None = None) -> MergeReport:
+    """Copy into ``store`` every episode (with its trajectory) and entry record of ``other`` it lacks; with
+    ``suite``, only that suite's episodes and the entry records they use."""
     other = Path(other)
     if not other.is_file():
         raise StoreError(f"{other}: no such results file to merge")
@@ -45,15 +52,21 @@ def merge_store(store: EpisodeStore, other: str | Path) -> MergeReport:
     check_existing(other)
     source = sqlite3.connect(f"file:{other}?mode=ro", uri=True)
     try:
-        return _merge(store, source, str(other))
+        return _merge(store, source, str(other), suite)
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{other}: cannot merge this results file: {exc}") from exc
     finally:
         source.close()
 
 
-def _merge(store: EpisodeStore, source: sqlite3.Connection, name: str) -> MergeReport:
-    cursor = source.execute("SELECT * FROM episodes ORDER BY id")
+def _merge(store: EpisodeStore, source: sqlite3.Connection, name: str, suite: str | None) -> MergeReport:
+    suites = dict(source.execute("SELECT suite, COUNT(*) FROM episodes GROUP BY suite ORDER BY suite").fetchall())
+    left_out = {s: n for s, n in suites.items() if suite is not None and s != suite}
+    if left_out and suite not in suites:
+        held = ", ".join(f"{s} ({n} episodes)" for s, n in left_out.items())
+        raise StoreError(f"{name} holds no episode of suite {suite!r} but of {held}; merge it with --suite of those")
+    where, arguments = ("WHERE suite=?", (suite,)) if suite is not None else ("", ())
+    cursor = source.execute(f"SELECT * FROM episodes {where} ORDER BY id", arguments)
     columns = [d[0] for d in cursor.description]
     copied = [c for c in columns if c != "id"]
     insert = (
@@ -73,7 +86,10 @@ def _merge(store: EpisodeStore, source: sqlite3.Connection, name: str) -> MergeR
             if blob is not None:
                 store.conn.execute("INSERT INTO trajectories VALUES (?, ?)", (inserted[0], blob[0]))
                 trajectories += 1
-        for entry, entry_hash, agent, config, checkpoint, training, machine in source.execute("SELECT * FROM entries"):
+        used = "WHERE (entry, entry_hash) IN (SELECT entry, entry_hash FROM episodes WHERE suite=?)" if suite else ""
+        for entry, entry_hash, agent, config, checkpoint, training, machine in source.execute(
+            f"SELECT * FROM entries {used}", arguments
+        ):
             ours = store.conn.execute(
                 "SELECT training, machine FROM entries WHERE entry=? AND entry_hash=?", (entry, entry_hash)
             ).fetchone()
@@ -91,4 +107,4 @@ def _merge(store: EpisodeStore, source: sqlite3.Connection, name: str) -> MergeR
                 "UPDATE entries SET training=COALESCE(training, ?), machine=? WHERE entry=? AND entry_hash=?",
                 (training, json.dumps(machines, sort_keys=True), entry, entry_hash),
             )
-    return MergeReport(name, episodes, added, trajectories, entries)
+    return MergeReport(name, episodes, added, trajectories, entries, left_out)

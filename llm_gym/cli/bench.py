@@ -74,7 +74,7 @@ def bench(
         if merge:
             from llm_gym.bench.merge import merge_store
 
-            merged = [merge_store(store, other) for other in merge]
+            merged = [merge_store(store, other, chosen.name) for other in merge]
         report = None
         if play:
             report = run_suite(
@@ -114,9 +114,14 @@ def bench(
         return
     for m in merged:
         console.print(
-            f"merged {m.source}: {m.added} of its {m.episodes} episodes were new ({m.trajectories} trajectories, "
-            f"{m.entries} new entry records); store {store_path}"
+            f"merged {m.source}: {m.added} of its {m.episodes} episodes of suite {chosen.name} were new "
+            f"({m.trajectories} trajectories, {m.entries} new entry records); store {store_path}"
         )
+        if m.left_out:
+            others = ", ".join(f"{n} of suite {s}" for s, n in m.left_out.items())
+            err_console.print(
+                f"note: {m.source}: left out {others} (merge them with --suite)", markup=False, soft_wrap=True
+            )
     for name, reason in (report.skipped if report else {}).items():
         err_console.print(f"warning: entry {name!r} skipped: {reason}", markup=False)
     if report is not None:

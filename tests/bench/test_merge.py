@@ -106,3 +106,26 @@ def test_the_cli_merges_then_renders_the_merged_store(tiny_suite: Path, tmp_path
     assert report["merged"][0]["added"] == 0 and report["stored_episodes"] == 7 and "played" not in report
     page = (out / "leaderboard.md").read_text()
     assert "| scripted |" in page and "| random |" in page
+
+
+def test_a_merge_copies_only_the_chosen_suites_episodes_and_says_what_it_left(tiny_suite: Path, tmp_path: Path) -> None:
+    """``bench --suite A --merge B.sqlite`` copied another suite's episodes in silently."""
+    other_suite = tmp_path / "other.toml"
+    other_suite.write_text(tiny_suite.read_text().replace("two cheap envs", "another suite"))
+    here, mixed, foreign = tmp_path / "here.sqlite", tmp_path / "mixed.sqlite", tmp_path / "foreign.sqlite"
+    _fill(mixed, tiny_suite, ["random"])
+    _fill(mixed, other_suite, ["scripted"])
+    _fill(foreign, other_suite, ["random"])
+    result = _bench("--suite", str(tiny_suite), "--db", str(here), "--merge", str(mixed), "--json")
+    assert result.exit_code == 0, result.output
+    merged = json.loads(result.stdout)["merged"][0]
+    assert merged["left_out"] == {"other": 2} and merged["added"] == merged["episodes"] == 5
+    with EpisodeStore(here) as store:
+        assert {r.suite for r in store.episodes()} == {"tiny"}
+        assert {e for e, *_ in store.conn.execute("SELECT entry FROM entries")} == {"random"}
+    plain = _bench("--suite", str(tiny_suite), "--db", str(here), "--merge", str(mixed))
+    assert "left out 2 of suite other" in plain.stderr
+    refused = _bench("--suite", str(tiny_suite), "--db", str(here), "--merge", str(foreign))
+    line = refused.stderr.strip()
+    assert refused.exit_code == 2 and line.count("\n") == 0 and "holds no episode of suite 'tiny'" in line
+    assert "other (5 episodes)" in line
