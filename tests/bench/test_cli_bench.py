@@ -58,3 +58,35 @@ def test_bench_runs_and_renders_from_the_store(tiny_suite: Path, tmp_path: Path)
     assert "| random |" in markdown and "tic_tac_toe" in markdown
     again = _bench("--suite", str(tiny_suite), "--entry", "random", "--out", str(out), "--render-only", "--json")
     assert again.exit_code == 0 and json.loads(again.output)["stored_episodes"] == 5
+
+
+def test_leaderboard_md_escapes_what_names_hold(tiny_suite: Path, tmp_path: Path) -> None:
+    """Entry, label and game names reach leaderboard.md as text: index.html and the viewer escaped them, the
+    markdown kept raw ``<script>`` and ``<svg onload=...>``."""
+    hostile = (
+        tiny_suite.read_text()
+        .replace('name = "random"', 'name = "<script>alert(1)</script>"')
+        .replace('label = "breakout"', 'label = "<svg onload=alert(2)>"')
+        .replace('envs = ["breakout"]', 'envs = ["<svg onload=alert(2)>"]')
+        .replace('game = "tic_tac_toe"', 'game = "<img src=x onerror=alert(3)>[x](javascript:alert(4))"')
+    )
+    suite = tmp_path / "hostile.toml"
+    suite.write_text(hostile)
+    out = tmp_path / "board"
+    result = _bench("--suite", str(suite), "--out", str(out), "--leaderboard", "--json")
+    assert result.exit_code == 0, result.output
+    markdown = (out / "leaderboard.md").read_text()
+    for raw in ("<script", "<svg", "<img"):
+        assert raw not in markdown, raw
+    assert "](javascript:" not in markdown.replace("\\]", ""), "a name made a link"
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in markdown and "&lt;svg onload=alert(2)&gt;" in markdown
+
+
+def test_plot_file_names_stay_inside_the_plots_folder() -> None:
+    from llm_gym.bench.render import _file_name
+
+    assert _file_name("tiny-ppo") == "tiny-ppo"
+    for name in ("../../etc/evil", "a/b", "..", "x\0y"):
+        made = _file_name(name)
+        assert "/" not in made and not made.startswith(".") and "\0" not in made
+    assert _file_name("a/b") != _file_name("a?b")

@@ -4,12 +4,15 @@ results.jsonl. Everything here is generated; rerunning replaces it (the store fi
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
+import re
 import shutil
+from html import escape as escape_html
 from pathlib import Path
 
 from llm_gym.bench.render.html import render_html
-from llm_gym.bench.render.markdown import render_markdown
+from llm_gym.bench.render.markdown import escape_markdown, render_markdown
 from llm_gym.bench.render.plots import aggregate_plot, curve_plot, family_plot
 from llm_gym.bench.render.tables import all_tables
 from llm_gym.bench.render.viewer import write_episode, write_viewer
@@ -44,9 +47,9 @@ def render_leaderboard(store: EpisodeStore, suite: str, out: str | Path) -> Path
             write_episode(by_id[episode_id], store.trajectory(episode_id), out / "trajectories")
     intro = _intro(board)
     footer = _footer()
-    render_markdown(
-        f"# llm-gym leaderboard: suite `{suite}`\n\n{intro}\n", tables, plots, footer, out / "leaderboard.md"
-    )
+    shown = f"`{suite}`" if re.fullmatch(r"[A-Za-z0-9_.+-]+", suite) else escape_markdown(suite)
+    header = f"# llm-gym leaderboard: suite {shown}\n\n{escape_html(intro, quote=False)}\n"
+    render_markdown(header, tables, plots, footer, out / "leaderboard.md")
     index = render_html(f"llm-gym leaderboard: suite {suite}", intro, tables, plots, footer, out / "index.html")
     with (out / "results.jsonl").open("w") as handle:
         for row in sorted(rows, key=lambda r: r.id or 0):
@@ -68,13 +71,20 @@ def _plots(board: Leaderboard, directory: Path) -> dict[str, list[Path]]:
         made = curve_plot(
             entry,
             training.get("curve") or [],
-            directory / f"curve-{entry}.svg",
+            directory / f"curve-{_file_name(entry)}.svg",
             training.get("curve_metric"),
             training.get("curve_x"),
         )
         if made:
             plots.setdefault("training", []).append(made)
     return plots
+
+
+def _file_name(name: str) -> str:
+    """``name`` as one safe file name (an entry name from a merged store may hold ``/`` or ``..``); a name that had
+    to change gets a short hash, so two entries never share a file."""
+    safe = re.sub(r"[^A-Za-z0-9_.+-]", "-", name).strip(".") or "entry"
+    return safe if safe == name else f"{safe}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
 def _intro(board: Leaderboard) -> str:

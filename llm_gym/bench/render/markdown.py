@@ -1,7 +1,14 @@
-"""``leaderboard.md``: the tables in GitHub markdown, with the plots linked as images."""
+"""``leaderboard.md``: the tables in GitHub markdown, with the plots linked as images.
+
+Every text that comes from a store or a suite (entry, label, game and suite names, machine descriptions; a merged
+store may come from anyone) is escaped (:func:`escape_markdown`): HTML tags and entities show as text, and ``](``,
+backticks and pipes cannot make links, code or cells, as ``index.html`` and the viewer escape them too.
+"""
 
 from __future__ import annotations
 
+import html
+import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,19 +24,32 @@ SECTIONS = {
 }
 
 
+def escape_markdown(text: str) -> str:
+    """``text`` shown as it is in GitHub markdown, on one line: no HTML, link, code span or table cell made of it."""
+    text = html.escape(" ".join(str(text).split()), quote=False)
+    for special in ("\\", "`", "|"):
+        text = text.replace(special, "\\" + special)
+    return text.replace("](", "\\](")  # a link needs "](": "[0.88, 1.24]" stays as it reads
+
+
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return escape_markdown(text)
+
+
+def _target(link: str) -> str:
+    return urllib.parse.quote(link, safe="/.#-_~?=&")
 
 
 def table_markdown(table: Table) -> str:
-    lines = [f"### {table.title}", ""]
+    lines = [f"### {escape_markdown(table.title)}", ""]
     if table.note:
-        lines += [table.note, ""]
+        lines += [escape_markdown(table.note), ""]
     lines.append("| " + " | ".join(_cell(h) for h in table.header) + " |")
     lines.append("|" + "|".join(" --- " for _ in table.header) + "|")
     for i, row in enumerate(table.rows):
         cells = [
-            f"[{_cell(c)}]({table.links[(i, j)]})" if (i, j) in table.links else _cell(c) for j, c in enumerate(row)
+            f"[{_cell(c)}]({_target(table.links[(i, j)])})" if (i, j) in table.links else _cell(c)
+            for j, c in enumerate(row)
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -43,7 +63,7 @@ def render_markdown(header: str, tables: Sequence[Table], plots: dict[str, list[
             continue
         parts.append(f"## {title}\n")
         for plot in plots.get(family, []):
-            parts.append(f"![{plot.stem}](plots/{plot.name})\n")
+            parts.append(f"![{escape_markdown(plot.stem)}](plots/{_target(plot.name)})\n")
         parts += [table_markdown(t) for t in chosen]
     parts.append(footer)
     out.write_text("\n".join(parts))
