@@ -25,6 +25,7 @@ from typing import Any
 
 from llm_gym.errors import CheckpointError
 from llm_gym.model_card import write_model_card
+from llm_gym.run_lock import LOCK_FILE, RunLock
 from llm_gym.snapshots import can_pickle  # noqa: F401  (its old home; agents import it from llm_gym.snapshots)
 
 CONFIG_FILE = "config.json"
@@ -84,6 +85,7 @@ class Run:
         self.videos_dir = self.path / "videos"
         self._writer: list[Any] | None = None
         self.resumed_from: Path | None = None
+        self._lock: RunLock | None = None
 
     @classmethod
     def create(
@@ -96,23 +98,41 @@ class Run:
         path: str | Path | None = None,
         env_kwargs: Mapping[str, Any] | None = None,
     ) -> Run:
-        """Make a new run directory and write the resolved config into it."""
+        """Make a new run directory and write the resolved config into it; the run is locked to this process
+        (:mod:`llm_gym.run_lock`) until :meth:`close`. An existing directory must be empty: one that holds a run
+        is resumed (``--resume``), one that holds anything else is not ours to fill."""
         seed = int(config.get("seed", 0))
         run = cls(Path(path) if path else Path(root) / default_run_name(env_id, agent, seed))
-        if (run.path / CONFIG_FILE).exists():
-            raise CheckpointError(
-                f"{run.path} already holds a run; resume it with --resume {run.path} or pick another --run-dir"
-            )
+        run._refuse_taken()
         try:
             run.path.mkdir(parents=True, exist_ok=True)
+            run._lock = RunLock.acquire(run.path)
+            run._refuse_taken()  # again, now that no other process can be creating it at the same time
             run.checkpoints_dir.mkdir(exist_ok=True)
             write_json_atomic(
                 run.path / CONFIG_FILE,
                 {"agent": agent, "env_id": env_id, "env_kwargs": dict(env_kwargs or {}), "config": dict(config)},
             )
         except OSError as exc:
+            run.close()
             raise CheckpointError(f"cannot create the run directory {run.path}: {exc.strerror or exc}") from exc
+        except CheckpointError:
+            run.close()
+            raise
         return run
+
+    def _refuse_taken(self) -> None:
+        if (self.path / CONFIG_FILE).exists():
+            raise CheckpointError(
+                f"{self.path} already holds a run; resume it with --resume {self.path} or pick another --run-dir"
+            )
+        if self.path.exists() and not self.path.is_dir():
+            raise CheckpointError(f"{self.path} is a file; pass a new directory for the run")
+        if self.path.is_dir() and any(p.name != LOCK_FILE for p in self.path.iterdir()):
+            raise CheckpointError(
+                f"{self.path} is not empty and holds no run; pass a new or empty directory (train writes config.json, "
+                "checkpoints/ and logs into it)"
+            )
 
     @classmethod
     def resolve_checkpoint(cls, path: str | Path, *, required: bool = True) -> tuple[Run, Path | None]:
@@ -137,14 +157,26 @@ class Run:
         return run, latest
 
     @classmethod
-    def open(cls, path: str | Path) -> Run:
-        """Reopen an existing run (for ``--resume``); leftovers of an interrupted checkpoint are removed."""
+    def open(cls, path: str | Path, *, claim: bool = False) -> Run:
+        """Reopen an existing run; leftovers of an interrupted checkpoint are removed. ``claim=True`` (``--resume``)
+        locks the run to this process until :meth:`close` and raises while another process trains into it; without
+        it the run is only read, and the leftovers are left to a process that is writing them."""
         run = cls(path)
         if not (run.path / CONFIG_FILE).is_file():
             raise CheckpointError(
                 f"{run.path} is not a run directory (no {CONFIG_FILE}); pass the directory train created"
             )
         run.read_config()  # a damaged config.json is reported here, before anything else is touched
+        if claim:
+            run._lock = RunLock.acquire(run.path)
+        leftovers = run.checkpoints_dir.is_dir() and any(
+            p.name.startswith((".tmp-", _OLD_PREFIX)) for p in run.checkpoints_dir.iterdir()
+        )
+        if not claim and not leftovers:
+            return run  # a reader with nothing to tidy writes nothing (not even the lock file)
+        cleaner = run._lock or RunLock.try_acquire(run.path)
+        if cleaner is None:
+            return run  # another process trains into it: its temporary checkpoint is no leftover
         try:
             run.checkpoints_dir.mkdir(exist_ok=True)
             for leftover in run.checkpoints_dir.glob(".tmp-*"):
@@ -156,7 +188,11 @@ class Run:
                 else:  # killed between the two renames of a replacement: the old one comes back
                     os.rename(old, run.checkpoints_dir / name)
         except OSError as exc:
+            run.close()
             raise CheckpointError(f"cannot use the run directory {run.path}: {exc.strerror or exc}") from exc
+        finally:
+            if cleaner is not run._lock:
+                cleaner.release()
         return run
 
     # -- config ------------------------------------------------------------------------------------------------
@@ -284,6 +320,9 @@ class Run:
             for tracker in self._writer:
                 tracker.close()
             self._writer = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
 
 def _manifest(directory: Path) -> dict[str, list]:

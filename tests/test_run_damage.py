@@ -189,3 +189,30 @@ def test_a_trusted_legacy_pickle_still_resumes(run: Path) -> None:
     _rehash(newest)
     done = llm_gym("train", "--resume", str(run), "--set", "total_steps=256", env={"LLM_GYM_TRUST_PICKLE": "1"})
     assert done.returncode == 0, done.stderr
+
+
+def test_a_run_is_trained_by_one_process_at_a_time(run: Path) -> None:
+    """Two ``train --resume RUN`` at once both exited 0 and interleaved their checkpoints."""
+    import time
+
+    from llm_gym.run_lock import RunLock
+
+    first = subprocess.Popen(
+        [str(Path(sys.executable).parent / "llm-gym"), "train", "--resume", str(run), "--set", "total_steps=100000"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while (probe := RunLock.try_acquire(run)) is not None and time.monotonic() < deadline:
+            probe.release()
+            time.sleep(0.05)
+        assert probe is None, "the first resume never took the run"
+        line = error_line(llm_gym("train", "--resume", str(run), "--set", "total_steps=100000"))
+        assert f"{run} is in use by another llm-gym process (pid {first.pid} since" in line
+        # readers still read it, and leave the checkpoint being written alone
+        assert llm_gym("play", "--checkpoint", str(run), "-n", "1", "--max-steps", "5").returncode == 0
+    finally:
+        first.kill()
+        first.wait()
+    done = llm_gym("train", "--resume", str(run), "--set", "total_steps=256")  # a killed holder leaves no lock
+    assert done.returncode == 0, done.stderr

@@ -45,17 +45,22 @@ def train(
     sets: SetOption = None,
     config_file: ConfigOption = None,
     env_args: EnvArgOption = None,
-    run_dir: Annotated[
-        Path | None, typer.Option("--run-dir", help="Write the run here instead of runs/<name>.")
+    run_dir_text: Annotated[
+        str | None, typer.Option("--run-dir", metavar="<path>", help="Write the run here instead of runs/<name>.")
     ] = None,
-    runs_root: Annotated[
-        Path | None, typer.Option("--runs-root", help="Parent of new run directories (default: runs).")
+    runs_root_text: Annotated[
+        str | None, typer.Option("--runs-root", metavar="<path>", help="Parent of new run directories (default: runs).")
     ] = None,
-    resume: Annotated[
-        Path | None, typer.Option("--resume", help="Continue this run from its newest checkpoint.")
+    resume_text: Annotated[
+        str | None, typer.Option("--resume", metavar="<path>", help="Continue this run from its newest checkpoint.")
     ] = None,
 ) -> None:
     """Train AGENT on ENV into a run directory (config, TensorBoard, checkpoints, videos, summary.json)."""
+    # Taken as text: typer turns '' into Path('.'), and `--run-dir ''` then trained into the current directory.
+    run_dir, runs_root, resume = (
+        _directory(option, text)
+        for option, text in (("--run-dir", run_dir_text), ("--runs-root", runs_root_text), ("--resume", resume_text))
+    )
     placed = [name for name, given in (("--run-dir", run_dir), ("--runs-root", runs_root)) if given is not None]
     if resume is not None and placed:
         raise ConfigError(f"--resume continues the run where it is; {' and '.join(placed)} would be ignored: drop it")
@@ -111,7 +116,7 @@ def _prepare_resume(
     env_args: list[str] | None,
 ) -> tuple[type, Any, EnvConfig, Run]:
     """Check everything a resume needs before changing anything in the run; config.json is rewritten last."""
-    run = Run.open(resume)
+    run = Run.open(resume, claim=True)  # one writer at a time: a second resume of the same run is refused
     saved = run.read_config()
     for given, key in ((agent, "agent"), (env, "env_id")):
         if given is not None and given != saved[key]:
@@ -144,6 +149,14 @@ def _prepare_resume(
     where = f"from {run.resumed_from}" if run.resumed_from else "from the start (no complete checkpoint yet)"
     console.print(f"resuming {run.path} {where}")
     return agent_cls, config, env_config, run
+
+
+def _directory(option: str, text: str | None) -> Path | None:
+    if text is None:
+        return None
+    if not text.strip():
+        raise ConfigError(f"{option} needs a directory name; it got an empty one")
+    return Path(text)
 
 
 def check_env_arguments(env: EnvConfig) -> None:

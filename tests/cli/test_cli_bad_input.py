@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_gym.testing import invoke
+from llm_gym.testing import error_line, invoke
 
 PONG = ("--agent", "random", "--env", "LLMPong-v0")
 TTT = ("--agent", "random", "--env", "OpenSpiel-tic_tac_toe-v0")
@@ -54,6 +54,8 @@ NANO = ("--agent", "nanogpt_ppo", "--env", "LLMBreakout-ascii-v0")
         (["bench", "--suite", "smoke", "--render-only", "--db", "m.sqlite"], ["there is no store at m.sqlite"]),
         (["bench", "--suite", "smoke", "--workers", "2"], ["--workers sets the Ray workers; add --ray"]),
         (["bench", "--suite", "smoke", "--render-only", "--ray"], ["--render-only plays no episode", "--ray"]),
+        (["train", *PONG, "--run-dir", ""], ["--run-dir needs a directory name; it got an empty one"]),
+        (["train", *PONG, "--runs-root", " "], ["--runs-root needs a directory name"]),
         # numbers: finite and in range, checked where the config is built, before any run directory (#83 item 4)
         (["train", *NANO, "--set", "learning_rate=inf"], ["learning_rate=inf is not a finite number"]),
         (["train", *NANO, "--set", "gamma=1e999"], ["gamma=inf is not a finite number"]),
@@ -101,3 +103,15 @@ def test_the_default_runs_root_is_still_runs(tmp_path: Path, monkeypatch: pytest
     assert result.exit_code == 0, result.output
     (run,) = (tmp_path / "runs").iterdir()
     assert run.name.startswith("LLMPong-v0__random__0__")
+
+
+def test_a_folder_that_is_not_a_run_is_not_trained_into(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("mine")
+    for where in (".", str(tmp_path)):
+        line = error_line(invoke("train", *PONG, "--run-dir", where, "--set", "total_steps=5"))
+        assert "is not empty and holds no run; pass a new or empty directory" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"], "nothing was written beside it"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert invoke("train", *PONG, "--run-dir", str(empty), "--set", "total_steps=5").exit_code == 0
