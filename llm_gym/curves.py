@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from llm_gym.atomic import write_via, writing
 from llm_gym.errors import ConfigError, MissingDependencyError, suggest
 from llm_gym.runs import CONFIG_FILE, Run
 from llm_gym.stats import mean_ci95
@@ -176,7 +177,10 @@ def plot(
     if title:
         figure.suptitle(title)
     figure.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(out, dpi=110)
-    plt.close(figure)
+    try:
+        with writing(out):
+            out.parent.mkdir(parents=True, exist_ok=True)
+        write_via(out, lambda tmp: figure.savefig(tmp, dpi=110, format="png"))  # the old plot stays on a failure
+    finally:
+        plt.close(figure)
     return drawn

@@ -20,6 +20,7 @@ import shutil
 from pathlib import Path
 
 from llm_gym.agent import checkpoint_config
+from llm_gym.atomic import WriteError, error_for, writing
 from llm_gym.errors import CheckpointError
 from llm_gym.runs import CONFIG_FILE, MANIFEST_FILE, SUMMARY_FILE, Run, find_run_dir, verify_checkpoint
 from llm_gym.training import ENVS_FILE, LEGACY_ENVS_FILE, TASKS_FILE
@@ -47,24 +48,52 @@ def copy_policy(source: str | Path, dest: str | Path) -> Path:
         | set(_copied_without(checkpoint))  # a copy of a copy stays a copy
     )
     step = int(manifest["step"])
+    made = not dest.exists()
+    try:
+        with writing(dest):  # a full disk or an unwritable place: one line, and no half copy left
+            _copy(run, checkpoint, dest, step, dropped)
+    except BaseException as exc:
+        _undo(dest, made)
+        if isinstance(exc, WriteError):
+            raise error_for(dest, exc, "nothing was copied") from exc
+        raise
+    name = checkpoint.name if not checkpoint.name.startswith("step_") else None
+    return dest / "checkpoints" / (name or f"step_{step}")
+
+
+def _undo(dest: Path, made: bool) -> None:
+    """Remove what a failed copy wrote: ``dest`` itself where it made it, else (an empty folder) its content."""
+    if made:
+        shutil.rmtree(dest, ignore_errors=True)
+        return
+    for child in dest.iterdir() if dest.is_dir() else ():
+        if child.is_dir():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+
+
+def _copy(run: Run, checkpoint: Path, dest: Path, step: int, dropped: list[str]) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy2(run.path / CONFIG_FILE, dest / CONFIG_FILE)
     if (run.path / SUMMARY_FILE).is_file():
         shutil.copy2(run.path / SUMMARY_FILE, dest / SUMMARY_FILE)
     if (run.path / "tb").is_dir():
         shutil.copytree(run.path / "tb", dest / "tb")
-    copied = Run.open(dest)
+    copied = Run.open(dest, claim=True)
     name = checkpoint.name if not checkpoint.name.startswith("step_") else None
-    with copied.checkpoint(step, name=name) as tmp:  # a fresh manifest of the files kept
-        for path in sorted(checkpoint.rglob("*")):
-            relative = path.relative_to(checkpoint)
-            if path.is_file() and path.name != MANIFEST_FILE and relative.as_posix() not in dropped:
-                (tmp / relative).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(path, tmp / relative)
-        (tmp / COPY_FILE).write_text(
-            json.dumps({"source": str(checkpoint.resolve()), "without": dropped}, indent=2) + "\n"
-        )
-    return copied.checkpoints_dir / (name or f"step_{step}")
+    try:
+        with copied.checkpoint(step, name=name) as tmp:  # a fresh manifest of the files kept
+            for path in sorted(checkpoint.rglob("*")):
+                relative = path.relative_to(checkpoint)
+                if path.is_file() and path.name != MANIFEST_FILE and relative.as_posix() not in dropped:
+                    (tmp / relative).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(path, tmp / relative)
+            (tmp / COPY_FILE).write_text(
+                json.dumps({"source": str(checkpoint.resolve()), "without": dropped}, indent=2) + "\n"
+            )
+    finally:
+        copied.close()
 
 
 def _source_checkpoint(path: Path) -> tuple[Run, Path, tuple[str, ...]]:

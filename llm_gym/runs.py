@@ -23,6 +23,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from llm_gym.atomic import write_json_atomic, writing
 from llm_gym.errors import CheckpointError
 from llm_gym.model_card import write_model_card
 from llm_gym.run_lock import LOCK_FILE, RunLock
@@ -42,16 +43,6 @@ def default_run_name(env_id: str, agent: str, seed: int) -> str:
     """``<env>__<agent>__<seed>__<time>``, safe as a directory name."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return "__".join(re.sub(r"[^A-Za-z0-9_.-]", "-", part) for part in (env_id, agent, str(seed), stamp))
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON so that a reader sees the old file or the new one, never half of one."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    with open(tmp, "w") as handle:
-        json.dump(data, handle, indent=2, default=str)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
 
 
 def read_summary(run_dir: Path) -> dict[str, Any]:
@@ -229,20 +220,24 @@ class Run:
         (or ``checkpoints/<name>``) in one rename. On an exception nothing is left behind."""
         final = self.checkpoints_dir / (name or f"step_{step}")
         tmp = self.checkpoints_dir / f".tmp-{final.name}-{uuid.uuid4().hex[:8]}"
-        tmp.mkdir(parents=True)
+        # A full disk or an unwritable run, whatever writes (the agent's torch.save, the manifest): one line naming
+        # the checkpoint; the temporary folder goes, the previous checkpoints stay.
+        keeps = "the previous checkpoints are kept; free some space, then resume with --resume"
         try:
-            yield tmp
-            write_model_card(tmp, final, self.read_config(), step)
-            write_json_atomic(tmp / MANIFEST_FILE, {"step": step, "time": time.time(), "files": _manifest(tmp)})
-            _fsync_tree(tmp)
-            if final.exists():
-                # Not a .tmp- name: Run.open renames it back if a kill comes before the second rename.
-                old = self.checkpoints_dir / f"{_OLD_PREFIX}{final.name}-{uuid.uuid4().hex[:8]}"
-                os.rename(final, old)
-                os.rename(tmp, final)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.rename(tmp, final)
+            with writing(final, keeps):
+                tmp.mkdir(parents=True)
+                yield tmp
+                write_model_card(tmp, final, self.read_config(), step)
+                write_json_atomic(tmp / MANIFEST_FILE, {"step": step, "time": time.time(), "files": _manifest(tmp)})
+                _fsync_tree(tmp)
+                if final.exists():
+                    # Not a .tmp- name: Run.open renames it back if a kill comes before the second rename.
+                    old = self.checkpoints_dir / f"{_OLD_PREFIX}{final.name}-{uuid.uuid4().hex[:8]}"
+                    os.rename(final, old)
+                    os.rename(tmp, final)
+                    shutil.rmtree(old, ignore_errors=True)
+                else:
+                    os.rename(tmp, final)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

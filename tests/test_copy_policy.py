@@ -99,3 +99,19 @@ def test_each_agent_names_the_files_only_its_resume_reads(agent: str, settings: 
 
     agent_cls = get_agent(agent)
     assert agent_cls(agent_cls.Config(**settings)).resume_only_files() == files
+
+
+def test_a_copy_that_cannot_be_written_leaves_nothing_and_is_one_line(trained: Path, tmp_path: Path) -> None:
+    """Disk full: copy-policy left a partial folder behind; an unwritable place ended in a traceback."""
+    from small_disk import error_lines, on_small_disk
+
+    line = error_line(llm_gym("copy-policy", str(trained), "/proc/x"))
+    assert line == "error: cannot write /proc/x: No such file or directory; nothing was copied"
+    done = on_small_disk(tmp_path / "disk", "1m", f"""
+        fill 8192
+        "$LLM_GYM" copy-policy {trained} "$DISK/copy"; echo "copy=$?"
+        ls -a "$DISK"
+    """)  # fmt: skip
+    (line,) = error_lines(done.stderr)
+    assert f"cannot write {tmp_path / 'disk'}/copy: No space left on device" in line and "nothing was copied" in line
+    assert "copy=2" in done.stdout and "\ncopy\n" not in done.stdout, done.stdout

@@ -216,3 +216,38 @@ def test_a_run_is_trained_by_one_process_at_a_time(run: Path) -> None:
         first.wait()
     done = llm_gym("train", "--resume", str(run), "--set", "total_steps=256")  # a killed holder leaves no lock
     assert done.returncode == 0, done.stderr
+
+
+def test_a_full_disk_is_one_line_and_loses_no_checkpoint(trained: Path, tmp_path: Path) -> None:
+    """Disk full (a small tmpfs): train ended in a torch traceback; now one line naming the checkpoint, the
+    earlier checkpoints intact and playable, no temporary folder left, and the run resumable once there is room."""
+    from small_disk import error_lines, on_small_disk
+
+    done = on_small_disk(tmp_path / "disk", "4m", f"""
+        cp -r {trained} "$DISK/run"
+        fill 4096
+        "$LLM_GYM" train --resume "$DISK/run" --set total_steps=512; echo "train=$?"
+        rm -f "$DISK/.fill"
+        "$LLM_GYM" play --checkpoint "$DISK/run" -n 1 --max-steps 5 > /dev/null; echo "play=$?"
+        ls -a "$DISK/run/checkpoints"
+        "$LLM_GYM" train --resume "$DISK/run" --set total_steps=256 > /dev/null; echo "resumed=$?"
+    """)  # fmt: skip
+    (line,) = error_lines(done.stderr)
+    assert f"cannot write {tmp_path / 'disk'}/run/" in line and "the previous checkpoints are kept" in line, line
+    assert "train=2" in done.stdout and "play=0" in done.stdout and "resumed=0" in done.stdout, done.stdout
+    assert ".tmp-" not in done.stdout and "step_192" in done.stdout
+
+
+def test_plot_on_a_full_disk_or_an_unwritable_path_is_one_line(trained: Path, tmp_path: Path) -> None:
+    from small_disk import error_lines, on_small_disk
+
+    assert "cannot write /proc/x/p.png" in error_line(llm_gym("plot", str(trained), "--out", "/proc/x/p.png"))
+    done = on_small_disk(tmp_path / "disk", "1m", f"""
+        "$LLM_GYM" plot {trained} --out "$DISK/p.png" > /dev/null && cp "$DISK/p.png" {tmp_path}/before.png
+        fill 1024
+        "$LLM_GYM" plot {trained} --out "$DISK/p.png" --title again; echo "plot=$?"
+        cmp -s "$DISK/p.png" {tmp_path}/before.png && echo "kept"; ls -a "$DISK"
+    """)  # fmt: skip
+    (line,) = error_lines(done.stderr)
+    assert "No space left on device" in line and "p.png" in line and "plot=2" in done.stdout
+    assert "kept" in done.stdout and ".tmp" not in done.stdout, done.stdout

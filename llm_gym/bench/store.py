@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import time
 import zlib
@@ -19,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llm_gym.atomic import WriteError, error_for, writing
 from llm_gym.errors import LLMGymError
 
 APPLICATION_ID = 0x4C4C4D47  # "LLMG": SQLite's application_id header field, set once when we create the file
@@ -138,7 +140,7 @@ class EpisodeStore:
         values["created_at"] = time.time()
         columns = ", ".join(values)
         marks = ", ".join(f":{k}" for k in values)
-        with self.conn:  # one transaction: the row and its trajectory land together or not at all
+        with writing(self.path, "the episodes stored before are kept"), self.conn:  # row and trajectory, or neither
             cursor = self.conn.execute(
                 f"INSERT INTO episodes ({columns}) VALUES ({marks}) ON CONFLICT DO NOTHING RETURNING id", values
             )
@@ -162,7 +164,7 @@ class EpisodeStore:
     ) -> None:
         """Record what an entry is (config, checkpoint, how it was trained, where it was benchmarked: every machine
         that played episodes of it, see :func:`merge_machines`)."""
-        with self.conn:
+        with writing(self.path, "the episodes stored before are kept"), self.conn:
             known = self.conn.execute(
                 "SELECT machine FROM entries WHERE entry=? AND entry_hash=?", (entry, entry_hash)
             ).fetchone()
@@ -250,22 +252,37 @@ def merge_machines(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> dict[s
 
 
 def _open(path: Path) -> sqlite3.Connection:
-    """Open (or create) the store, refusing any file that is not one of ours without writing to it."""
+    """Open (or create) the store, refusing any file that is not one of ours without writing to it. A store that
+    cannot be created (an unwritable folder, a full disk) is one line, and leaves no half-made file behind."""
     fresh = not path.exists() or path.stat().st_size == 0
     if not fresh:
         check_existing(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    made_folder = not path.parent.exists()
+    try:
+        with writing(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    except WriteError:
+        if made_folder:
+            shutil.rmtree(path.parent, ignore_errors=True)
+        raise
     conn.isolation_level = "DEFERRED"
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=FULL")
-        if fresh:
-            with conn:
-                conn.executescript(
-                    f"BEGIN; {_SCHEMA} PRAGMA application_id={APPLICATION_ID}; PRAGMA user_version={SCHEMA_VERSION};"
-                    " COMMIT;"
-                )
+        with writing(path):
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            if fresh:
+                with conn:
+                    conn.executescript(
+                        f"BEGIN; {_SCHEMA} PRAGMA application_id={APPLICATION_ID}; "
+                        f"PRAGMA user_version={SCHEMA_VERSION}; COMMIT;"
+                    )
+    except WriteError:
+        conn.close()
+        if fresh:  # what this call made: the file and SQLite's journal files beside it
+            for made in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+                made.unlink(missing_ok=True)
+        raise
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise StoreError(f"{path}: cannot use this results file: {exc}") from exc
@@ -288,6 +305,8 @@ def check_existing(path: Path) -> None:
         finally:
             probe.close()
     except sqlite3.DatabaseError as exc:
+        if "disk I/O error" in str(exc) or "disk is full" in str(exc):  # even reading a WAL store writes beside it
+            raise error_for(path, exc, "the episodes stored before are kept") from exc
         raise StoreError(f"{path} is a damaged SQLite file (left untouched): {exc}; pass another --db") from exc
     if check != "ok":
         raise StoreError(f"{path} is a damaged SQLite file (left untouched): {check}; pass another --db")

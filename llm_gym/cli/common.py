@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import errno
 import functools
 import json
 import os
@@ -14,6 +15,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
+from llm_gym.atomic import error_for
 from llm_gym.config import apply_overrides, load_config_file, parse_assignments
 from llm_gym.errors import ConfigError, LLMGymError
 
@@ -36,8 +38,18 @@ def cli_errors(command: F) -> F:
                 raise
             print(f"error: {exc}", file=sys.stderr)
             raise typer.Exit(EXIT_USER_ERROR) from None
+        except OSError as exc:
+            # A write no llm_gym.atomic helper wraps (a library's own file): a full disk or a read-only place is
+            # still one line naming the file, never a traceback.
+            if os.environ.get("LLM_GYM_DEBUG") == "1" or exc.errno not in _DISK_ERRNOS:
+                raise
+            print(f"error: {error_for(exc.filename or 'a file', exc)}", file=sys.stderr)
+            raise typer.Exit(EXIT_USER_ERROR) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+_DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG)
 
 
 AgentOption = Annotated[str | None, typer.Option("--agent", "-a", help="Agent name (see `llm-gym agents`).")]

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from llm_gym.agent import EnvConfig, field_settings
+from llm_gym.atomic import WriteError
 from llm_gym.cli.common import (
     AgentOption,
     BackendOption,
@@ -88,10 +89,12 @@ def train(
         console.print(f"run directory: {run.path}")
     try:
         summary = agent_cls(config).train(env_config, run)
-    except LLMGymError:
+    except LLMGymError as exc:
         # Refused before it could learn anything (e.g. an agent that does not take this env): leave no run
-        # directory behind, so the same command can be run again once fixed.
-        if created and not run.checkpoints() and not (run.path / "summary.json").exists():
+        # directory behind, so the same command can be run again once fixed. A full disk is no refusal: the run
+        # stays, to be resumed once there is room.
+        refused = not isinstance(exc, WriteError)
+        if refused and created and not run.checkpoints() and not (run.path / "summary.json").exists():
             run.close()
             shutil.rmtree(run.path, ignore_errors=True)
         raise

@@ -31,12 +31,15 @@ at most the episode it was playing, never half a line's worth of a file that :fu
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from llm_gym.atomic import writing
 from llm_gym.errors import ConfigError
 
 ROLES = ("system", "user", "assistant")
@@ -105,13 +108,29 @@ _REQUIRED = ("messages", "env_id")
 
 def write_records(path: str | Path, records: Iterable[DemoRecord]) -> int:
     """Append ``records`` to the JSONL file at ``path`` (created with its directory if missing), one line each,
-    flushed before returning; returns how many lines were written. Call it once per finished episode."""
+    flushed before returning; returns how many lines were written. Call it once per finished episode.
+
+    All of an episode's lines or none: a write that fails part-way (a full disk) is cut back to where the file
+    ended, a file this call created is removed again, and the failure is one line naming the file."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     lines = [record.to_json() + "\n" for record in records]
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.writelines(lines)
-        handle.flush()
+    data = memoryview("".join(lines).encode("utf-8"))
+    with writing(path, "the records written before are kept"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        created = not path.exists()
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        start = os.lseek(fd, 0, os.SEEK_END)
+        try:
+            while data:
+                data = data[os.write(fd, data) :]
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, start)
+                if created and start == 0:
+                    path.unlink()
+            raise
+        finally:
+            os.close(fd)
     return len(lines)
 
 

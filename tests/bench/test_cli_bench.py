@@ -90,3 +90,32 @@ def test_plot_file_names_stay_inside_the_plots_folder() -> None:
         made = _file_name(name)
         assert "/" not in made and not made.startswith(".") and "\0" not in made
     assert _file_name("a/b") != _file_name("a?b")
+
+
+def test_a_full_disk_or_an_unwritable_store_is_one_line_and_keeps_what_was_there(
+    tiny_suite: Path, tmp_path: Path
+) -> None:
+    """Disk full: the store and the leaderboard ended in OSError tracebacks; ``--db /proc/x/y.sqlite`` too."""
+    from small_disk import error_lines, on_small_disk
+
+    line = _one_error_line(_bench("--suite", str(tiny_suite), "--db", "/proc/x/y.sqlite"))
+    assert line == "error: cannot write /proc/x/y.sqlite: No such file or directory"
+    host = tmp_path / "host.sqlite"  # a store elsewhere, to render from onto the full disk
+    assert _bench("--suite", str(tiny_suite), "--db", str(host), "--record-trajectories").exit_code == 0
+    done = on_small_disk(tmp_path / "disk", "2m", f"""
+        bench() {{ "$LLM_GYM" bench --suite {tiny_suite} "$@"; }}
+        bench --db "$DISK/b.sqlite" --entry random --record-trajectories > /dev/null; echo "first=$?"
+        bench --db {host} --render-only --out "$DISK/board" > /dev/null && cp "$DISK/board/leaderboard.md" {tmp_path}/md
+        fill 2048
+        bench --db "$DISK/b.sqlite" --entry scripted --record-trajectories > /dev/null; echo "store=$?"
+        bench --db {host} --render-only --out "$DISK/board" > /dev/null; echo "render=$?"
+        cmp -s "$DISK/board/leaderboard.md" {tmp_path}/md && echo "leaderboard kept"; ls -a "$DISK/board"
+        rm "$DISK/.fill"
+        bench --db "$DISK/b.sqlite" --render-only --json --out "$DISK/board2"
+    """)  # fmt: skip
+    store_line, render_line = error_lines(done.stderr)
+    assert "cannot write" in store_line and "b.sqlite" in store_line and "the episodes stored before are kept" in store_line
+    assert "cannot write" in render_line and "the previous leaderboard is kept" in render_line
+    assert "first=0" in done.stdout and "store=2" in done.stdout and "render=2" in done.stdout
+    assert "leaderboard kept" in done.stdout and ".render-" not in done.stdout, done.stdout
+    assert json.loads(done.stdout[done.stdout.index("{") :])["stored_episodes"] == 5  # random's five, whole

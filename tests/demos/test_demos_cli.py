@@ -180,3 +180,25 @@ def test_an_existing_file_is_kept_unless_appended_to(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "exists; pass --append" in result.output
     assert runner.invoke(build_app(), [*args, "--seed", "1", "--out", str(out), "--append"]).exit_code == 0
     assert [(r.seed, r.step) for r in read_demos(out)] == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
+
+
+def test_a_full_disk_or_an_unwritable_path_is_one_line_and_no_half_record(tmp_path: Path) -> None:
+    """Disk full: demos left a 0-byte file (or half a line) and a traceback; ``--out /proc/x/d.jsonl`` too."""
+    from small_disk import error_lines, on_small_disk
+
+    result = runner.invoke(build_app(), ["demos", "--agent", "solver", "--env", "OpenSpiel-tic_tac_toe-v0",
+                                         "--episodes", "1", "--out", "/proc/x/d.jsonl"])  # fmt: skip
+    assert result.exit_code == 2 and "cannot write /proc/x/d.jsonl: No such file or directory" in result.stderr
+    done = on_small_disk(tmp_path / "disk", "1m", f"""
+        demos() {{ "$LLM_GYM" demos --agent solver --env OpenSpiel-tic_tac_toe-v0 "$@"; }}
+        fill 100
+        demos --episodes 2 --out "$DISK/none.jsonl"; echo "none=$?"
+        rm "$DISK/.fill"; fill 20000
+        demos --episodes 200 --out "$DISK/some.jsonl"; echo "some=$?"
+        ls -a "$DISK"; cp "$DISK/some.jsonl" {tmp_path}/some.jsonl
+    """)  # fmt: skip
+    none, some = error_lines(done.stderr)
+    assert "none.jsonl: No space left on device" in none and "some.jsonl: No space left on device" in some
+    assert "none=2" in done.stdout and "some=2" in done.stdout and "none.jsonl" not in done.stdout.split("none=")[1]
+    records = read_demos(tmp_path / "some.jsonl")  # every line whole: the failed episode was cut back
+    assert records and records[-1].step == max(r.step for r in records if r.seed == records[-1].seed)

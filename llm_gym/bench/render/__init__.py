@@ -6,11 +6,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import re
 import shutil
+import uuid
 from html import escape as escape_html
 from pathlib import Path
 
+from llm_gym.atomic import writing
 from llm_gym.bench.render.html import render_html
 from llm_gym.bench.render.markdown import escape_markdown, render_markdown
 from llm_gym.bench.render.plots import aggregate_plot, curve_plot, family_plot
@@ -33,9 +36,21 @@ def render_leaderboard(store: EpisodeStore, suite: str, out: str | Path) -> Path
             f"the store {store.path} holds no episodes of suite {suite!r}; run `llm-gym bench --suite {suite}` first"
         )
     board = summarise(suite, rows, store.entry_info(), store.trajectory_ids())
-    out.mkdir(parents=True, exist_ok=True)
-    for name in GENERATED_DIRS:
-        shutil.rmtree(out / name, ignore_errors=True)
+    # Everything is rendered into a hidden folder beside the old leaderboard, then moved into place: a full disk or
+    # an unwritable --out is one line naming it, and the previous leaderboard stays whole.
+    with writing(out, "the previous leaderboard is kept"):
+        out.mkdir(parents=True, exist_ok=True)
+        staging = out / f".render-{uuid.uuid4().hex[:8]}"
+        try:
+            staging.mkdir()
+            _render_into(staging, store, suite, rows, board)
+            _move_into_place(staging, out)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return out / "index.html"
+
+
+def _render_into(out: Path, store: EpisodeStore, suite: str, rows: list, board: Leaderboard) -> None:
     (out / "plots").mkdir()
     plots = _plots(board, out / "plots")
     tables = all_tables(board)
@@ -50,11 +65,23 @@ def render_leaderboard(store: EpisodeStore, suite: str, out: str | Path) -> Path
     shown = f"`{suite}`" if re.fullmatch(r"[A-Za-z0-9_.+-]+", suite) else escape_markdown(suite)
     header = f"# llm-gym leaderboard: suite {shown}\n\n{escape_html(intro, quote=False)}\n"
     render_markdown(header, tables, plots, footer, out / "leaderboard.md")
-    index = render_html(f"llm-gym leaderboard: suite {suite}", intro, tables, plots, footer, out / "index.html")
+    render_html(f"llm-gym leaderboard: suite {suite}", intro, tables, plots, footer, out / "index.html")
     with (out / "results.jsonl").open("w") as handle:
         for row in sorted(rows, key=lambda r: r.id or 0):
             handle.write(json.dumps(dataclasses.asdict(row), sort_keys=True, default=str) + "\n")
-    return index
+
+
+def _move_into_place(staging: Path, out: Path) -> None:
+    """Replace the generated files and folders of ``out`` by those of ``staging`` (a folder renamed aside first)."""
+    for name in GENERATED_DIRS:
+        old = out / f".old-{name}-{uuid.uuid4().hex[:8]}"
+        if (out / name).exists():
+            os.rename(out / name, old)
+        if (staging / name).exists():
+            os.rename(staging / name, out / name)
+        shutil.rmtree(old, ignore_errors=True)
+    for name in GENERATED_FILES:
+        os.replace(staging / name, out / name)
 
 
 def _plots(board: Leaderboard, directory: Path) -> dict[str, list[Path]]:
