@@ -34,7 +34,9 @@ the checks here see through it (:func:`field_settings`), so its keys follow that
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+import contextlib
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
@@ -206,7 +208,47 @@ def load_policy(
         raise CheckpointError(f"{run.path} has no complete checkpoint yet")
     saved = run.read_config()
     env = env or EnvConfig(saved["env_id"], saved.get("env_kwargs", {}))
-    return agent.policy(env, path or Path(checkpoint)), agent
+    if path is None:  # an agent that learns nothing: nothing is read from the checkpoint
+        return agent.policy(env, Path(checkpoint)), agent
+    with loading(path):
+        return agent.policy(env, path), agent
+
+
+def load_problem(agent: Agent, env: EnvConfig, checkpoint: Path) -> str | None:
+    """Why ``checkpoint`` (one that verifies) cannot be resumed from, or None: its policy must load, and every
+    torch file in it must hold a table of tensors and values (what the agents save), not zeros or another format."""
+    from llm_gym.errors import CheckpointError
+
+    try:
+        with loading(checkpoint):
+            for path in sorted(checkpoint.rglob("*.pt")):
+                import torch
+
+                if not isinstance(torch.load(path, map_location="cpu", weights_only=True), dict):
+                    raise ValueError(f"{path.name} holds no table")
+            agent.policy(env, checkpoint)
+    except CheckpointError as exc:
+        return str(exc).removeprefix(f"checkpoint {checkpoint} ")
+    return None
+
+
+@contextlib.contextmanager
+def loading(checkpoint: Path) -> Iterator[None]:
+    """Turn a checkpoint file that verifies but does not load (zeroed, another model's keys, a manifest rewritten
+    over it) into one :class:`~llm_gym.errors.CheckpointError` naming the checkpoint, instead of the traceback of
+    whichever library read it."""
+    from llm_gym.errors import CheckpointError, LLMGymError
+
+    try:
+        yield
+    except (LLMGymError, MemoryError, ImportError):
+        raise
+    except Exception as exc:
+        first = re.split(r"(?<=\w)\. ", (str(exc).strip().splitlines() or [""])[0])[0][:160]
+        raise CheckpointError(
+            f"checkpoint {checkpoint} cannot be loaded ({type(exc).__name__}: {first}); its files match its "
+            "manifest, so they were saved that way or the manifest was rewritten: use another checkpoint"
+        ) from exc
 
 
 def checkpoint_config(

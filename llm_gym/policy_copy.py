@@ -19,7 +19,7 @@ import json
 import shutil
 from pathlib import Path
 
-from llm_gym.agent import checkpoint_config
+from llm_gym.agent import EnvConfig, checkpoint_config, loading
 from llm_gym.atomic import WriteError, error_for, writing
 from llm_gym.errors import CheckpointError
 from llm_gym.runs import CONFIG_FILE, MANIFEST_FILE, SUMMARY_FILE, Run, find_run_dir, verify_checkpoint
@@ -41,6 +41,11 @@ def copy_policy(source: str | Path, dest: str | Path) -> Path:
     dest = Path(dest)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise CheckpointError(f"{dest} already exists and is not empty; pass a new directory to copy into")
+    # A policy file can match its manifest and still not load (the manifest rewritten over it): never copy that.
+    agent_cls, config = checkpoint_config(run)
+    saved = run.read_config()
+    with loading(checkpoint):
+        agent_cls(config).policy(EnvConfig(saved["env_id"], saved["env_kwargs"]), checkpoint)
     manifest = json.loads((checkpoint / MANIFEST_FILE).read_text())
     listed = manifest.get("files") if isinstance(manifest.get("files"), dict) else {}
     dropped = sorted(

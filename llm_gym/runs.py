@@ -11,7 +11,6 @@ replaced through a recoverable name, so a kill at any moment leaves the old or t
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_gym.atomic import write_json_atomic, writing
+from llm_gym.checkpoint_files import MANIFEST_FILE, STEP_DIR, _manifest, _read_manifest, verify_checkpoint
 from llm_gym.errors import CheckpointError
 from llm_gym.model_card import write_model_card
 from llm_gym.run_lock import LOCK_FILE, RunLock
@@ -31,9 +31,7 @@ from llm_gym.snapshots import can_pickle  # noqa: F401  (its old home; agents im
 
 CONFIG_FILE = "config.json"
 SUMMARY_FILE = "summary.json"
-MANIFEST_FILE = "checkpoint.json"
 CHECKPOINTS_DIR = "checkpoints"
-_STEP_DIR = re.compile(r"^step_(\d+)$")
 _OLD_PREFIX = ".old-"  # a named checkpoint being replaced; restored by Run.open if the new one never arrived
 _RUN_KEYS = ("agent", "env_id", "config")
 _NOTED: set[str] = set()
@@ -204,6 +202,11 @@ class Run:
         if missing or not isinstance(data.get("config"), dict):
             raise CheckpointError(f"{path} is damaged: it lacks {', '.join(missing) or 'a config table'}")
         data.setdefault("env_kwargs", {})
+        for key, kind in (("agent", str), ("env_id", str), ("env_kwargs", dict)):
+            if not isinstance(data[key], kind):
+                raise CheckpointError(
+                    f"{path} is damaged: {key} is a {type(data[key]).__name__}, not a {'table' if kind is dict else 'name'}"
+                )
         return data
 
     def update_config(self, config: Mapping[str, Any]) -> None:
@@ -247,7 +250,7 @@ class Run:
         found = []
         if self.checkpoints_dir.is_dir():
             for child in self.checkpoints_dir.iterdir():
-                match = _STEP_DIR.match(child.name)
+                match = STEP_DIR.match(child.name)
                 if match and _read_manifest(child) is not None:
                     found.append((int(match.group(1)), child))
         return sorted(found)
@@ -318,52 +321,6 @@ class Run:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
-
-
-def _manifest(directory: Path) -> dict[str, list]:
-    """``{relative path: [size, sha256]}`` of every file under ``directory`` but the manifest itself."""
-    files = {}
-    for path in sorted(directory.rglob("*")):
-        if path.is_file() and path.name != MANIFEST_FILE:
-            with open(path, "rb") as handle:
-                digest = hashlib.file_digest(handle, "sha256").hexdigest()
-            files[path.relative_to(directory).as_posix()] = [path.stat().st_size, digest]
-    return files
-
-
-def _read_manifest(checkpoint: Path) -> dict[str, Any] | None:
-    """The checkpoint's ``checkpoint.json`` if it is a JSON object with an integer step, else None."""
-    try:
-        data = json.loads((checkpoint / MANIFEST_FILE).read_bytes())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) and isinstance(data.get("step"), int) else None
-
-
-def verify_checkpoint(checkpoint: Path, missing_ok: tuple[str, ...] = ()) -> str | None:
-    """None when every file of ``checkpoint`` has the size and SHA-256 its manifest records, else what is wrong.
-    Files named in ``missing_ok`` may be absent (a copy made without its training state), never different.
-
-    Checkpoints written before manifests existed (no ``files``) pass on a readable ``checkpoint.json``."""
-    manifest = _read_manifest(checkpoint)
-    if manifest is None:
-        return f"no readable {MANIFEST_FILE}"
-    files = manifest.get("files", {})
-    if not isinstance(files, dict):
-        return f"{MANIFEST_FILE} has no file list"
-    for name, entry in files.items():
-        path = checkpoint / name
-        if not path.is_file():
-            if name in missing_ok:
-                continue
-            return f"{name} is missing"
-        size = path.stat().st_size
-        if not isinstance(entry, list) or len(entry) != 2 or size != entry[0]:
-            return f"{name} has {size} bytes, {entry[0] if isinstance(entry, list) else '?'} were written"
-        with open(path, "rb") as handle:
-            if hashlib.file_digest(handle, "sha256").hexdigest() != entry[1]:
-                return f"{name} does not match its checksum"
-    return None
 
 
 def find_run_dir(checkpoint: str | Path) -> Path:

@@ -251,3 +251,78 @@ def test_plot_on_a_full_disk_or_an_unwritable_path_is_one_line(trained: Path, tm
     (line,) = error_lines(done.stderr)
     assert "No space left on device" in line and "p.png" in line and "plot=2" in done.stdout
     assert "kept" in done.stdout and ".tmp" not in done.stdout, done.stdout
+
+
+def _manifest_step(step: int):
+    def damage(checkpoint: Path) -> None:
+        manifest = json.loads((checkpoint / "checkpoint.json").read_text())
+        (checkpoint / "checkpoint.json").write_text(json.dumps({**manifest, "step": step}))
+
+    return damage
+
+
+def _rewritten(name: str, content):
+    """Replace a file and rewrite the manifest over it, as whoever crafts a checkpoint would."""
+
+    def damage(checkpoint: Path) -> None:
+        import torch
+
+        target = checkpoint / name
+        target.unlink()
+        if content == "symlink":
+            target.symlink_to(checkpoint.parent / "step_128" / name)
+        elif isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            torch.save(content, target)
+        _rehash(checkpoint)
+
+    return damage
+
+
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [
+        (_manifest_step(10**30), "checkpoint.json records step 1000000000000000000000000000000, not 192"),
+        (_manifest_step(-5), "checkpoint.json records step -5, not 192"),
+        (_rewritten("model.pt", b"\0" * 4096), "cannot be loaded (RuntimeError"),
+        (_rewritten("model.pt", {"bogus": 1}), "cannot be loaded (RuntimeError: Error(s) in loading state_dict"),
+        (_rewritten("model.pt", "symlink"), "model.pt is a symbolic link"),
+        (_rewritten("training.pt", b"\0" * 4096), "cannot be loaded"),
+    ],
+    ids=["step-1e30", "step-minus-5", "zeroed-model", "wrong-keys-model", "symlinked-model", "zeroed-training"],
+)
+def test_a_checkpoint_that_verifies_but_cannot_be_used_is_skipped_saying_why(run: Path, damage, problem: str) -> None:
+    """Files rewritten with their manifest (so the checksums hold): resume used them and failed in a traceback
+    (a TensorBoard ValueError on every later resume for step 1e30; step -5 was ignored)."""
+    newest = run / "checkpoints" / "step_192"
+    damage(newest)
+    done = llm_gym("train", "--resume", str(run), "--set", "total_steps=256")
+    assert done.returncode == 0, done.stderr
+    assert f"skipping damaged checkpoint {newest} (" in done.stderr and problem in done.stderr, done.stderr
+    assert "checkpoints/step_128" in "".join(done.stdout.split())
+    again = llm_gym("train", "--resume", str(run), "--set", "total_steps=320")  # and every later resume works
+    assert again.returncode == 0, again.stderr
+
+
+def test_an_unloadable_policy_is_one_line_for_play_and_copy_policy(run: Path, tmp_path: Path) -> None:
+    newest = run / "checkpoints" / "step_192"
+    _rewritten("model.pt", b"\0" * 4096)(newest)
+    line = error_line(llm_gym("play", "--checkpoint", str(newest), "-n", "1"))
+    assert f"checkpoint {newest} cannot be loaded" in line
+    line = error_line(llm_gym("copy-policy", str(newest), str(tmp_path / "copy")))
+    assert "cannot be loaded" in line and not (tmp_path / "copy").exists()
+
+
+def test_wrong_keys_in_the_training_state_are_one_line(run: Path) -> None:
+    newest = run / "checkpoints" / "step_192"
+    _rewritten("training.pt", {"bogus": 1})(newest)
+    line = error_line(llm_gym("train", "--resume", str(run), "--set", "total_steps=256"))
+    assert f"cannot resume from {newest}: KeyError" in line
+
+
+def test_env_kwargs_that_are_not_a_table_are_one_line(run: Path) -> None:
+    config = json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps({**config, "env_kwargs": "frameskip=2"}))
+    for command in (("train", "--resume", str(run)), ("play", "--checkpoint", str(run), "-n", "1")):
+        assert "config.json is damaged: env_kwargs is a str, not a table" in error_line(llm_gym(*command))

@@ -75,16 +75,16 @@ def load_checkpoint(
     generator: torch.Generator,
 ) -> tuple[Counters, torch.Tensor, dict[str, Any]]:
     """Restore everything in place (the adapter was loaded when ``ac`` was built from ``directory/adapter``)."""
-    try:
+    try:  # a file that verifies can still hold the wrong things (rewritten with its manifest): one line
         ac.load_value_head(directory)
         data = torch.load(directory / TRAINING_FILE, map_location="cpu", weights_only=True)
         env_state = training.load_envs(directory)
-    except (OSError, RuntimeError, pickle.UnpicklingError) as exc:
-        raise CheckpointError(f"cannot resume from {directory}: {exc}") from exc
-    training.load_optimizer_state(optimizer, scheduler, data["optimizer"], data["scheduler"])  # --set learning_rate
-    generator.set_state(data["generator"])
-    torch.set_rng_state(data["torch_rng"])
-    return Counters.from_state_dict(data["counters"]), data["next_done"], env_state
+        training.load_optimizer_state(optimizer, scheduler, data["optimizer"], data["scheduler"])  # --set lr
+        generator.set_state(data["generator"])
+        torch.set_rng_state(data["torch_rng"])
+        return Counters.from_state_dict(data["counters"]), data["next_done"], env_state
+    except (OSError, RuntimeError, pickle.UnpicklingError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CheckpointError(f"cannot resume from {directory}: {type(exc).__name__}: {exc}") from exc
 
 
 def init_checkpoint(path: str) -> Path:

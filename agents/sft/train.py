@@ -369,20 +369,22 @@ def _load_state(
     directory: Path, ac: ActorCritic, optimizer: Any, scheduler: Any, generator: torch.Generator,
     counters: training.Counters,
 ) -> tuple[int, list[EvaluationRecord], tuple[int, torch.Tensor, dict[str, float]]]:  # fmt: skip
-    try:
+    try:  # a file that verifies can still hold the wrong things (rewritten with its manifest): one line
         ac.load_value_head(directory)
         data = torch.load(directory / STATE_FILE, map_location="cpu", weights_only=True)
-    except (OSError, RuntimeError) as exc:
-        raise CheckpointError(f"cannot resume from {directory}: {exc}") from exc
-    training.load_optimizer_state(optimizer, scheduler, data["optimizer"], data["scheduler"])  # --set learning_rate
-    generator.set_state(data["generator"])
-    restored = training.Counters.from_state_dict(data["counters"])
+        training.load_optimizer_state(optimizer, scheduler, data["optimizer"], data["scheduler"])  # --set lr
+        generator.set_state(data["generator"])
+        restored = training.Counters.from_state_dict(data["counters"])
+        evaluations = [EvaluationRecord.from_dict(e) for e in data["evaluations"]]
+        # Checkpoints written before mid-epoch checkpoints existed are all at an epoch's end.
+        inside = (int(data.get("position", 0)), data.get("epoch_start", generator.get_state()),
+                  data.get("epoch_sums", {}))  # fmt: skip
+        epoch = int(data["epoch"])
+    except (OSError, RuntimeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CheckpointError(f"cannot resume from {directory}: {type(exc).__name__}: {exc}") from exc
     for name, value in vars(restored).items():
         setattr(counters, name, value)
-    evaluations = [EvaluationRecord.from_dict(e) for e in data["evaluations"]]
-    # Checkpoints written before mid-epoch checkpoints existed are all at an epoch's end.
-    inside = (int(data.get("position", 0)), data.get("epoch_start", generator.get_state()), data.get("epoch_sums", {}))
-    return int(data["epoch"]), evaluations, inside
+    return epoch, evaluations, inside
 
 
 __all__ = ["STATE_FILE", "VALUE_HEAD_FILE", "train"]

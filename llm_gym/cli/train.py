@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from llm_gym.agent import EnvConfig, field_settings
+from llm_gym.agent import EnvConfig, field_settings, load_problem
 from llm_gym.atomic import WriteError
 from llm_gym.cli.common import (
     AgentOption,
@@ -30,7 +31,7 @@ from llm_gym.envs.catalog import make as make_env
 from llm_gym.errors import CheckpointError, ConfigError, LLMGymError
 from llm_gym.plugins import get_agent
 from llm_gym.policy_copy import refuse_resume_of_policy_copy
-from llm_gym.runs import Run
+from llm_gym.runs import Run, verify_checkpoint
 
 DEFAULT_RUNS_ROOT = Path("runs")
 """Where ``train`` puts a new run without ``--run-dir`` / ``--runs-root``."""
@@ -143,7 +144,7 @@ def _prepare_resume(
             )
     env_config = EnvConfig(saved["env_id"], {**saved["env_kwargs"], **parse_env_args(env_args)})
     check_env_arguments(env_config)
-    run.resumed_from = run.latest_verified_checkpoint()
+    run.resumed_from = _resumable_checkpoint(run, agent_cls(config), env_config)
     refuse_resume_of_policy_copy(run.resumed_from)
     if run.resumed_from is None and run.checkpoints():
         raise CheckpointError(f"no checkpoint of {run.path} verifies (see the notes above); nothing was changed")
@@ -152,6 +153,16 @@ def _prepare_resume(
     where = f"from {run.resumed_from}" if run.resumed_from else "from the start (no complete checkpoint yet)"
     console.print(f"resuming {run.path} {where}")
     return agent_cls, config, env_config, run
+
+
+def _resumable_checkpoint(run: Run, agent: Any, env: EnvConfig) -> Path | None:
+    """The newest checkpoint that verifies and loads; each one skipped is a note on stderr saying why."""
+    for _, path in reversed(run.checkpoints()):
+        problem = verify_checkpoint(path) or load_problem(agent, env, path)
+        if problem is None:
+            return path
+        print(f"note: skipping damaged checkpoint {path} ({problem})", file=sys.stderr)
+    return None
 
 
 def _directory(option: str, text: str | None) -> Path | None:
