@@ -63,6 +63,18 @@ def load_records(path: str, env_id: str, max_demos: int = 0) -> list[DemoRecord]
     return records
 
 
+def check_lengths(examples: Sequence[DemoExample], records: Sequence[DemoRecord], context: int, path: str) -> None:
+    """Refuse a demo longer than the model's context (a 2M-character message asked for terabytes of attention),
+    naming it, before any of it reaches the model."""
+    for example, record in zip(examples, records, strict=True):
+        tokens = len(example.encoded.input_ids)
+        if tokens > context:
+            raise ConfigError(
+                f"demos file {path}: the decision at seed {record.seed}, step {record.step} is {tokens:,} tokens, "
+                f"more than the model's context of {context:,}; shorten it or leave its episode out"
+            )
+
+
 def value_targets(records: Sequence[DemoRecord], gamma: float, path: str = "the demos file") -> list[float]:
     """Each decision's value target: its ``return_to_go`` (``gamma`` 1), or its return to the end of its episode
     discounted by ``gamma`` per env step, what PPO's value head learns. The rewards between two lines of an

@@ -28,7 +28,14 @@ from llm_gym.agents.ppo_lora.train import evaluate, initial_actor_critic
 from llm_gym.agents.ppo_lora.update import padded_hidden
 from llm_gym.agents.sft import frozen_cache
 from llm_gym.agents.sft.config import SFTConfig
-from llm_gym.agents.sft.data import DemoEncoder, DemoExample, load_records, split_episodes, value_targets
+from llm_gym.agents.sft.data import (
+    DemoEncoder,
+    DemoExample,
+    check_lengths,
+    load_records,
+    split_episodes,
+    value_targets,
+)
 from llm_gym.agents.sft.report import EvaluationRecord, print_report, write_plot
 from llm_gym.callbacks import Callback
 from llm_gym.demos.format import DemoRecord
@@ -203,10 +210,13 @@ def train(config: SFTConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callb
     directory = frozen_cache.cache_dir(config.frozen_cache, run.path)
     cache = (directory, frozen_cache.bottom_fingerprint(ac)) if directory and ac.split_layer else None
 
+    context = int(getattr(ac.model.config, "max_position_embeddings", 0) or 1 << 62)
+
     def batches(part: list[DemoRecord], merge_repeats: bool) -> Batches:  # whole episodes per split (complete targets)
         targets = value_targets(part, config.value_gamma, config.demos)
-        return Batches(ac, [encoder.encode(r, t) for r, t in zip(part, targets, strict=True)], config.batch_size,
-                       with_choices, merge_repeats, cache)  # fmt: skip
+        examples = [encoder.encode(r, t) for r, t in zip(part, targets, strict=True)]
+        check_lengths(examples, part, context, config.demos)
+        return Batches(ac, examples, config.batch_size, with_choices, merge_repeats, cache)
 
     # Repeated demos run once per batch; with LoRA dropout each copy would draw its own mask, so training keeps them.
     train_data, val_data = batches(train_records, config.lora_dropout == 0), batches(val_records, True)

@@ -144,13 +144,20 @@ def read_demos(path: str | Path) -> list[DemoRecord]:
     if not path.is_file():
         raise ConfigError(f"demonstrations file {path} does not exist; write one with `llm-gym demos ... --out {path}`")
     records = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:  # a binary file given as demos
+                raise ConfigError(
+                    f"{path}:{number}: not UTF-8 text (byte {exc.start + 1} of the line); a demonstrations file is "
+                    "the JSONL `llm-gym demos --out` writes"
+                ) from exc
             if not line.strip():
                 continue
             try:
                 records.append(parse_record(json.loads(line)))
-            except (json.JSONDecodeError, ValueError, TypeError) as exc:
+            except (json.JSONDecodeError, ValueError, TypeError, RecursionError) as exc:
                 raise ConfigError(f"{path}:{number}: not a demonstration line: {_reason(exc)}") from exc
     return records
 

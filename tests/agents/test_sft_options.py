@@ -161,3 +161,26 @@ def test_a_resume_trains_at_the_learning_rate_it_is_given(
     group = state["optimizer"]["param_groups"][0]
     assert group["initial_lr"] == faster.learning_rate and state["scheduler"]["base_lrs"] == [faster.learning_rate]
     assert group["lr"] == pytest.approx(faster.learning_rate * faster.min_lr_ratio)  # the new rate, at the end
+
+
+def test_demos_that_cannot_be_trained_on_are_one_line_and_leave_no_run(
+    tiny_model_dir: Path, ttt_demos: Path, tmp_path: Path
+) -> None:
+    """A binary demos file ended in a UnicodeDecodeError, a 2M-character message in an attempt to allocate 4 TB;
+    both left a run directory behind."""
+    import json
+
+    from llm_gym.testing import error_line, invoke
+
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(bytes(range(128, 256)) * 64)  # no newline: one long line of bytes that are not UTF-8
+    huge = tmp_path / "huge.jsonl"
+    first = json.loads(ttt_demos.read_text().splitlines()[0])
+    first["messages"][1]["content"] = "x" * 2_000_000
+    huge.write_text(json.dumps(first) + "\n")
+    for demos, said in ((binary, "binary.jsonl:1: not UTF-8 text"), (huge, "more than the model's context of 2,048")):
+        run = tmp_path / f"run-{demos.stem}"
+        result = invoke("train", "--agent", "sft", "--env", TTT, "--run-dir", str(run), "--set", f"demos={demos}",
+                        "--set", f"model={tiny_model_dir}", "--set", "dtype=float32", "--set", "eval_episodes=0")  # fmt: skip
+        assert said in error_line(result)
+        assert not run.exists(), "a refused run leaves no directory"

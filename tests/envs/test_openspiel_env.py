@@ -227,3 +227,20 @@ def test_observations_show_recent_moves_in_perfect_information_games() -> None:
     env = OpenSpielEnv("phantom_ttt", seat=1)
     obs, _ = env.reset(seed=0)
     assert "Since your last turn" not in obs  # the opponent's move is hidden in phantom tic-tac-toe
+
+
+@pytest.mark.parametrize(
+    ("mcts", "said"),
+    [
+        ({"simulations": "abc"}, "mcts: simulations='abc' is not a valid int"),
+        ({"uct_c": "nan"}, "mcts: uct_c=nan is not a finite number"),
+        ({"simulation": 3}, "mcts: unknown key 'simulation' for MCTSConfig; did you mean simulations?"),
+    ],
+)
+def test_mcts_settings_are_checked_like_any_config(mcts: dict, said: str) -> None:
+    """``mcts={"simulations": "abc"}`` surfaced a raw TypeError ("'<' not supported between 'str' and 'int'")."""
+    from llm_gym.errors import ConfigError
+
+    with pytest.raises(ConfigError) as refused:
+        OpenSpielEnv("tic_tac_toe", opponent="mcts", mcts=mcts)
+    assert said in str(refused.value) and "\n" not in str(refused.value)

@@ -63,12 +63,10 @@ class MCTSConfig:
         if isinstance(value, cls):
             return value
         if isinstance(value, Mapping):
-            unknown = set(value) - set(cls.__dataclass_fields__)
-            if unknown:
-                raise ConfigError(
-                    f"unknown mcts setting(s) {sorted(unknown)}; known: {sorted(cls.__dataclass_fields__)}"
-                )
-            return cls(**value)
+            from llm_gym.config import apply_overrides
+
+            # Each value converted and checked as a config field is (``"abc"`` for an int: one line naming it).
+            return apply_overrides(cls(), {str(k): v for k, v in value.items()}, source="mcts")
         raise ConfigError(f"mcts must be a dict of {sorted(cls.__dataclass_fields__)}, got {value!r}")
 
 
