@@ -430,12 +430,17 @@ def merged_rows(
     distinct: list[int] = []
     inverse = []
     for i, (ids, prefix, rows) in enumerate(zip(prompts, uses_prefix, continuations, strict=True)):
-        key = (tuple(ids), bool(prefix), tuple(tuple(c) for c in rows))
+        key = row_key(ids, prefix, rows)
         if key not in first:
             first[key] = len(distinct)
             distinct.append(i)
         inverse.append(first[key])
     return distinct, torch.tensor(inverse, dtype=torch.long)
+
+
+def row_key(prompt: Sequence[int], uses_prefix: bool, continuations: Sequence[Sequence[int]]) -> tuple:
+    """What a decision's forward depends on: rows with equal keys compute the same forward."""
+    return tuple(prompt), bool(uses_prefix), tuple(tuple(c) for c in continuations)
 
 
 def identity(rows: int) -> tuple[list[int], torch.Tensor]:

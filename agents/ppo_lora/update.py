@@ -15,7 +15,7 @@ from collections import defaultdict
 
 import torch
 
-from llm_gym.agents.ppo_lora.acting import Forward, Stored, Strategy, identity, merged_rows
+from llm_gym.agents.ppo_lora.acting import Forward, Stored, Strategy, identity, merged_rows, row_key
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.rollout import Rollout
@@ -38,6 +38,7 @@ def _flatten(rollout: Rollout) -> dict[str, list]:
             flat["logprob"].append(float(d.logprob[i]))
             flat["token_logprobs"].append(d.token_logprobs[i])
             flat["reference"].append(d.reference[i])
+            flat["key"].append(row_key(d.prompts[i], d.uses_prefix[i], d.continuations[i]))
     return flat
 
 
@@ -62,17 +63,32 @@ def normalize_advantages(advantages: torch.Tensor) -> torch.Tensor:
     return (advantages - advantages.mean()) / (advantages.std() + 1e-8)
 
 
-def minibatches(samples: int, config: PPOLoRAConfig, generator: torch.Generator) -> list[list[list[int]]]:
+def minibatches(
+    samples: int, config: PPOLoRAConfig, generator: torch.Generator, keys: list[tuple] | None = None
+) -> list[list[list[int]]]:
     """One epoch's optimizer steps: ceil(samples / minibatch_size) shuffled, equal slices of the rollout, at most
-    ``max_minibatches`` of them; each split into passes of at most ``minibatch_size`` decisions."""
+    ``max_minibatches`` of them; each split into passes of at most ``minibatch_size`` decisions, or with ``keys`` (one
+    per decision: decisions with equal keys share one forward row) of at most ``minibatch_size`` distinct rows."""
     order = torch.randperm(samples, generator=generator).tolist()
     steps = max(1, min(config.max_minibatches, math.ceil(samples / config.minibatch_size)))
     bounds = [round(i * samples / steps) for i in range(steps + 1)]
     out = []
     for lo, hi in zip(bounds, bounds[1:], strict=False):
         step = order[lo:hi]
-        out.append([step[i : i + config.minibatch_size] for i in range(0, len(step), config.minibatch_size)])
+        if keys is None:
+            out.append([step[i : i + config.minibatch_size] for i in range(0, len(step), config.minibatch_size)])
+        else:
+            out.append(_passes_of_distinct_rows(step, keys, config.minibatch_size))
     return out
+
+
+def _passes_of_distinct_rows(step: list[int], keys: list[tuple], size: int) -> list[list[int]]:
+    """``step``'s decisions in passes of at most ``size`` distinct rows each (a row's decisions stay in one pass)."""
+    rows: dict[tuple, list[int]] = {}
+    for i in step:
+        rows.setdefault(keys[i], []).append(i)
+    members = list(rows.values())
+    return [[i for row in members[lo : lo + size] for i in row] for lo in range(0, len(members), size)]
 
 
 def ppo_update(
@@ -110,7 +126,7 @@ def ppo_update(
             if moved_too_far:
                 break
             epochs += 1
-            for chunks in minibatches(samples, config, generator):
+            for chunks in minibatches(samples, config, generator, flat["key"] if strategy.merges_identical else None):
                 size = sum(len(chunk) for chunk in chunks)
                 step_advantages = advantages[[i for chunk in chunks for i in chunk]]
                 if config.advantage_norm == "minibatch":

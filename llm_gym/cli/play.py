@@ -30,6 +30,7 @@ from llm_gym.cli.common import (
     print_json,
     resolve_config,
 )
+from llm_gym.cli.exact_report import check_exact_env, exact_report, play_exact, print_exact
 from llm_gym.cli.task_report import episode_task_ids, per_game
 from llm_gym.envs.catalog import env_family, env_spec, evaluation_overrides, reward_only_args
 from llm_gym.envs.catalog import make as make_env
@@ -73,6 +74,15 @@ def play(
             "likely one.",
         ),
     ] = False,
+    exact: Annotated[
+        bool,
+        typer.Option(
+            "--exact",
+            help="Small OpenSpiel games: instead of playing episodes, walk every chance and random-opponent move and "
+            "report the exact expected return, win/draw/loss, the worst case against an adversary (perfect "
+            "information) or the exploitability (poker).",
+        ),
+    ] = False,
 ) -> None:
     """Play EPISODES episodes and print each return and the mean with a 95% confidence interval; with --task-ids,
     also the win rate and mean score per game.
@@ -90,6 +100,11 @@ def play(
         check_opponent(opponent, env, checkpoint)
         env_kwargs["opponent"] = opponent
     tasks = TaskRange.parse(task_ids) if task_ids is not None else None
+    if exact:
+        check_exact_options(video, tasks, max_steps)
+        exact_env = env or (_checkpoint_env(checkpoint) if checkpoint is not None else None)
+        if exact_env is not None:
+            check_exact_env(EnvConfig(exact_env, env_kwargs))  # before any model loads
     if checkpoint is not None:
         if agent is not None:
             raise ConfigError("give --agent or --checkpoint, not both (a checkpoint knows its agent)")
@@ -112,6 +127,16 @@ def play(
         check_untrained_settings(agent_cls, config)
         policy = agent_cls(config).policy(EnvConfig(env, env_kwargs))
         agent_name, env_id = agent, env
+    if exact:  # walks the tree itself: the episode options below do not apply
+        if sample:
+            policy = sampling_policy(policy, agent_name)
+        env_config = EnvConfig(env_id, {**policy_env_kwargs(policy), **env_kwargs})
+        result = play_exact(policy, env_config, greedy=not sample, quiet=as_json, console=err_console)
+        if as_json:
+            print_json(exact_report(result, agent_name))
+        else:
+            print_exact(result, agent_name, console)
+        return
     if sample:
         policy = sampling_policy(policy, agent_name)
     # A policy may carry the env arguments it was trained with (e.g. nanogpt_ppo's grid size); --env-arg wins.
@@ -191,6 +216,13 @@ def play(
         console.print(games)
     if video:
         console.print(f"video: {video}")
+
+
+def check_exact_options(video: Path | None, tasks: TaskRange | None, max_steps: int | None) -> None:
+    """``--exact`` walks the whole game tree: options about played episodes have nothing to act on."""
+    for given, name in ((video, "--video"), (tasks, "--task-ids"), (max_steps, "--max-steps")):
+        if given is not None:
+            raise ConfigError(f"--exact walks every game instead of playing episodes: drop {name}")
 
 
 OPPONENTS = ("random", "mcts")

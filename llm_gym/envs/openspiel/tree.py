@@ -92,7 +92,7 @@ class GameTree:
         if any(spec != "random" for spec in base._opponent_specs):
             raise ConfigError(
                 f"exact evaluation plays every move of a uniformly random opponent; this env's opponents are "
-                f"{base._opponent_specs}: make it with opponent='random' (the default)"
+                f"{base._opponent_specs}: play it against opponent=random (--opponent random, the default)"
             )
         if base.max_invalid_actions is not None:
             raise ConfigError("exact evaluation does not model forfeits: make the env without max_invalid_actions")
