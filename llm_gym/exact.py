@@ -135,6 +135,15 @@ def evaluate_exact(
     return out
 
 
+def check_exact_env(env: EnvConfig) -> None:
+    """Refuse, in one line, an env exact evaluation cannot walk (before a model loads or a run starts)."""
+    made = env.make()
+    try:
+        GameTree(made)
+    finally:
+        made.close()
+
+
 def best_response_return(tree: GameTree) -> float:
     """The best response's expected return against the uniformly random opponent, seats weighted as the env draws
     them (open_spiel's ``BestResponsePolicy``)."""

@@ -239,6 +239,19 @@ def play_evaluation(
     return [r.episode_return for r in results], [r.score for r in results]
 
 
+MIN_EVALUATION_DECISIONS = 256
+"""An evaluation plays at least this many decisions in all, however short the run (see :func:`scaled_eval_steps`)."""
+
+
+def scaled_eval_steps(eval_max_steps: int, eval_episodes: int, budget: int) -> int:
+    """The per-episode cut of a run's evaluations, scaled with the run: an evaluation plays at most about as many
+    decisions as the run trains on (``budget``: its env steps, or decisions seen), but at least
+    :data:`MIN_EVALUATION_DECISIONS`, and never more per episode than ``eval_max_steps`` (0: no cut of its own). So a
+    32-step run on Breakout plays 4 episodes of 64 steps, not of 2,000, while a long run keeps its whole games."""
+    scaled = max(MIN_EVALUATION_DECISIONS, budget) // max(eval_episodes, 1)
+    return min(eval_max_steps, scaled) if eval_max_steps else scaled
+
+
 def evaluation_sampler(training_sampler: TaskSampler | None, seed: int) -> TaskSampler | None:
     """The tasks a learner's periodic evaluation plays while ``training_sampler`` picks its training episodes: the
     current stage's task range and options (a curriculum, also behind a failure buffer), ids drawn from ``seed``, so

@@ -52,3 +52,12 @@ def test_counters_round_trip_and_intervals() -> None:
     counters = Counters(global_step=5, eval_history=[(5, 1.0, 0.5)])
     assert Counters.from_state_dict(counters.state_dict()) == counters
     assert crossed(90, 110, 100) and not crossed(100, 190, 100) and not crossed(0, 500, 0)
+
+
+def test_evaluations_scale_with_the_run() -> None:
+    from llm_gym.training import MIN_EVALUATION_DECISIONS, scaled_eval_steps
+
+    # A 32-step run on Breakout: 4 episodes cut at 64 steps (256 decisions in all), not at 2,000.
+    assert scaled_eval_steps(2000, 4, 32) == MIN_EVALUATION_DECISIONS // 4 == 64
+    assert scaled_eval_steps(2000, 4, 20_000) == 2000  # a long run keeps whole games up to its own cut
+    assert scaled_eval_steps(0, 8, 4096) == 512  # no cut of its own: the run's budget still bounds it

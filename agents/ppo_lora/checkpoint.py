@@ -40,6 +40,8 @@ class Counters(training.Counters):
     could move, which resume at the config's ``entropy_coef``."""
     sampled_eval_history: list[tuple[int, float, float]] = field(default_factory=list)
     """(env step, mean return, mean game score) of the sampled evaluation beside each greedy one."""
+    exact_eval_history: list[tuple[int, float, float, float]] = field(default_factory=list)
+    """``eval_exact``: (env step, exact expected return, win probability, loss probability) of each evaluation."""
 
 
 def save_checkpoint(

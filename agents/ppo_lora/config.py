@@ -212,6 +212,12 @@ class PPOLoRAConfig(LocalLMConfig):
     """Episodes per evaluation (played in parallel)."""
     eval_max_steps: int = training_only(2000)
     """Cut evaluation episodes after this many steps (0: no cut)."""
+    eval_exact: bool = training_only(False)
+    """Small OpenSpiel games against the random opponent: each evaluation also computes the greedy policy's exact
+    expected return and win/draw/loss over every chance and opponent move, the worst case against an adversary
+    (perfect information) or the exploitability (poker) (llm_gym/exact.py, as ``llm-gym play --exact``); logged as
+    ``eval/exact_*``, the last one in the summary. Kuhn poker asks the policy about 12 positions, tic-tac-toe about
+    2,000."""
     video: bool = training_only(True)
     """Record the first evaluation episode as an mp4 where the env renders frames."""
     checkpoint_every: int = training_only(2048)

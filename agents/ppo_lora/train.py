@@ -53,6 +53,7 @@ from llm_gym.agents.ppo_lora.update import ppo_update, value_warmup_update
 from llm_gym.callbacks import Callback
 from llm_gym.envs.protocol import EnvTraits, legal_choices
 from llm_gym.errors import ConfigError, UnsupportedEnvError
+from llm_gym.exact import ExactResult, check_exact_env, evaluate_exact
 from llm_gym.lm.runtime import configure_threads
 from llm_gym.rl import (
     adaptive_entropy_coef,
@@ -166,10 +167,23 @@ def evaluate(
     policy = LivePolicy(ac, strategy, env.env_id, seed=config.seed, greedy=greedy)
     seed = EVAL_SEED_OFFSET + config.seed
     # Returns include any reward shaping the env was asked for; the score is the game's own.
+    max_steps = training.scaled_eval_steps(config.eval_max_steps, config.eval_episodes, config.total_steps)
     return training.play_evaluation(
-        policy, env, config.eval_episodes, seed, config.eval_max_steps, video, strategy.text_actions,
+        policy, env, config.eval_episodes, seed, max_steps, video, strategy.text_actions,
         training.evaluation_sampler(sampler, seed),
     )  # fmt: skip
+
+
+def evaluate_exactly(ac: ActorCritic, strategy: Strategy, env: EnvConfig, run: Run, counters: Counters) -> ExactResult:
+    """``eval_exact``: the greedy policy's exact evaluation against the random opponent, logged and kept."""
+    result = evaluate_exact(LivePolicy(ac, strategy, env.env_id, greedy=True), env)
+    scalars = {"eval/exact_return": result.expected_return, "eval/exact_win": result.win,
+               "eval/exact_draw": result.draw, "eval/exact_loss": result.loss}  # fmt: skip
+    optional = {"eval/exact_worst_return": result.worst_return, "eval/exploitability": result.exploitability}
+    scalars |= {k: v for k, v in optional.items() if v is not None}
+    run.log_scalars(counters.global_step, scalars)
+    counters.exact_eval_history.append((counters.global_step, result.expected_return, result.win, result.loss))
+    return result
 
 
 def evaluate_both(
@@ -188,6 +202,8 @@ def evaluate_both(
         counters.global_step,
         {"eval/sampled_mean_return": mean, "eval/sampled_ci95": ci, "eval/sampled_mean_score": score},
     )
+    if config.eval_exact:
+        evaluate_exactly(ac, strategy, env, run, counters)
     return evaluate(ac, strategy, env, config, run, step, renders, sampler=sampler)
 
 
@@ -217,6 +233,8 @@ def train(
     configure_threads(config.threads)
     torch.manual_seed(config.starting_seed)  # the fresh LoRA and value head draw from it
     traits = _probe(env, config)
+    if config.eval_exact:
+        check_exact_env(env)  # one line now, not after the first rollout
     strategy = strategy_for(config)
     resume = run.resumed_from
     ac = initial_actor_critic(config, traits.instructions, resume)
@@ -415,6 +433,7 @@ def train(
         "videos": sorted(str(p) for p in run.videos_dir.glob("*.mp4")) if run.videos_dir.is_dir() else [],
         # episode_options: per set, the training episodes played with it and their mean return (the whole run)
         "episode_options": sampler.tallies() if isinstance(sampler, OptionsMix) else None,
+        "exact_eval_history": counters.exact_eval_history,
     }
     if config.progress:
         _print_summary(summary)

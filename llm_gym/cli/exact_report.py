@@ -10,17 +10,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from llm_gym.agent import EnvConfig, Policy
-from llm_gym.envs.openspiel.tree import GameTree
-from llm_gym.exact import ExactResult, evaluate_exact
+from llm_gym.exact import ExactResult, check_exact_env, evaluate_exact
 
-
-def check_exact_env(env: EnvConfig) -> None:
-    """Refuse, in one line and before any model loads, an env exact evaluation cannot walk."""
-    made = env.make()
-    try:
-        GameTree(made)
-    finally:
-        made.close()
+__all__ = ["check_exact_env", "exact_report", "play_exact", "print_exact"]
 
 
 def play_exact(policy: Policy, env: EnvConfig, *, greedy: bool, quiet: bool, console: Console) -> ExactResult:

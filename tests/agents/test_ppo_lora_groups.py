@@ -155,3 +155,15 @@ def test_group_settings_that_need_a_value_head_are_refused(model: Path) -> None:
         _groups(model, value_warmup_updates=1)
     with pytest.raises(ValueError, match="start_spread does not go with advantage=step_group"):
         _groups(model, advantage="step_group", start_spread=3)
+
+
+def test_eval_exact_logs_the_greedy_policys_exact_values(tmp_path: Path, model: Path) -> None:
+    config = _groups(model, total_steps=32, eval_every=16, eval_episodes=2, eval_exact=True)
+    summary, _ = train(tmp_path / "run", KUHN, config)
+    history = summary["exact_eval_history"]
+    assert [step for step, *_ in history][0] == 0 and len(history) >= 2  # before training, then each evaluation
+    for _, expected, win, loss in history:
+        assert -2.0 <= expected <= 2.0 and 0.0 <= loss <= 1.0 - win + 1e-9
+    with pytest.raises(Exception, match="--opponent random"):
+        train(tmp_path / "mcts", EnvConfig(TTT, {"opponent": "mcts"}), config)
+    assert not list((tmp_path / "mcts").glob("checkpoints/step_*"))  # refused before any training
