@@ -62,6 +62,21 @@ def test_hf_scores_match_a_naive_forward(hf) -> None:
             assert score == pytest.approx(naive, abs=1e-4)
 
 
+def test_hf_scores_equal_requests_once_with_the_same_scores(hf) -> None:
+    repeated = [REQUESTS[0], REQUESTS[1], REQUESTS[0], REQUESTS[0], REQUESTS[2], REQUESTS[1]]
+    calls = []
+    original = hf._score_distinct
+    hf._score_distinct = lambda requests: calls.append(len(requests)) or original(requests)
+    try:
+        merged = hf.score(repeated)
+    finally:
+        hf._score_distinct = original
+    assert calls == [3]  # three distinct requests, one pass over them
+    alone = [hf.score([r])[0] for r in repeated]
+    for a, b in zip(merged, alone, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+
+
 def test_hf_generate_is_deterministic_when_greedy(hf) -> None:
     requests = [GenerateRequest(RULES, "state one"), GenerateRequest("Other rules.", "x")]
     first = hf.generate(requests, max_new_tokens=6, temperature=0.0)

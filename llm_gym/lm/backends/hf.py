@@ -23,6 +23,13 @@ from llm_gym.lm.quantize import Quantize, check_quantize, quantize_model
 from llm_gym.lm.runtime import configure_threads, default_device
 
 
+def _request_key(request: ScoreRequest, index: int) -> Any:
+    """Text requests merge when equal; an image observation (an array) never merges."""
+    if isinstance(request.observation, str):
+        return request
+    return ("unmerged", index)
+
+
 class HFBackend:
     """A Hugging Face causal LM behind the backend interface.
 
@@ -138,7 +145,23 @@ class HFBackend:
 
     def score_with_values(self, requests: Sequence[ScoreRequest]) -> tuple[list[np.ndarray], list[float] | None]:
         """The choices' log-likelihoods per request and, with a :attr:`value_head`, each prompt's value estimate
-        (from the same forward pass: the hidden state the choices are scored from)."""
+        (from the same forward pass: the hidden state the choices are scored from). Equal text requests (envs that
+        show the same position) are scored once."""
+        first: dict[Any, int] = {}
+        distinct: list[ScoreRequest] = []
+        inverse = []
+        for i, request in enumerate(requests):
+            key = _request_key(request, i)
+            if key not in first:
+                first[key] = len(distinct)
+                distinct.append(request)
+            inverse.append(first[key])
+        if len(distinct) == len(requests):
+            return self._score_distinct(requests)
+        scores, values = self._score_distinct(distinct)
+        return [scores[j] for j in inverse], None if values is None else [values[j] for j in inverse]
+
+    def _score_distinct(self, requests: Sequence[ScoreRequest]) -> tuple[list[np.ndarray], list[float] | None]:
         results: list[np.ndarray] = [np.empty(0)] * len(requests)
         estimates: list[float] | None = [0.0] * len(requests) if self.value_head is not None else None
         for instructions, chunk in self._chunks(requests):
