@@ -121,6 +121,25 @@ def _prepare_resume(
 ) -> tuple[type, Any, EnvConfig, Run]:
     """Check everything a resume needs before changing anything in the run; config.json is rewritten last."""
     run = Run.open(resume, claim=True)  # one writer at a time: a second resume of the same run is refused
+    try:
+        return _checked_resume(run, resume, agent, env, model, backend, seed, sets, config_file, env_args)
+    except BaseException:
+        run.close()  # a refused resume gives the run back (a caller in the same process may try again)
+        raise
+
+
+def _checked_resume(
+    run: Run,
+    resume: Path,
+    agent: str | None,
+    env: str | None,
+    model: str | None,
+    backend: str | None,
+    seed: int | None,
+    sets: list[str] | None,
+    config_file: Path | None,
+    env_args: list[str] | None,
+) -> tuple[type, Any, EnvConfig, Run]:
     saved = run.read_config()
     for given, key in ((agent, "agent"), (env, "env_id")):
         if given is not None and given != saved[key]:
