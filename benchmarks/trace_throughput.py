@@ -1,8 +1,9 @@
 """Trace sandbox programs/s: the warm fork server against a fresh interpreter per program, in the same run.
 
 Both run the same generated Trace programs (debug prints injected, all four levels) under the same limits and
-the same confinement (network namespace, Landlock, dedicated uid, rlimits, audit hook): the fresh-interpreter
-baseline starts ``python -s child.py`` per program, the fork server forks its warm interpreter. A plain
+the same confinement (seccomp, network and read-only mount namespaces with a capped private tmpfs, Landlock, a
+dedicated uid, rlimits, audit hook): the fresh-interpreter baseline starts ``python -s child.py`` per program,
+the fork server forks its warm interpreter. A plain
 ``python -c`` per program, without any isolation, is measured too, for context.
 
 Two measurements:
