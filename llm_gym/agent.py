@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_chec
 
 from llm_gym.config import training_only
 from llm_gym.envs.protocol import EnvConfig
+from llm_gym.presets import Preset, folder_presets
 from llm_gym.setting_checks import FieldSetting as FieldSetting
 from llm_gym.setting_checks import check_checkpoint_settings as check_checkpoint_settings
 from llm_gym.setting_checks import check_untrained_settings as check_untrained_settings
@@ -69,6 +70,9 @@ class AgentConfig:
 
     renamed: ClassVar[Mapping[str, str]] = {}
     """Old field name -> its current name."""
+    first_fields: ClassVar[tuple[str, ...]] = ()
+    """The fields a user changes first, in order: ``llm-gym agents NAME`` shows them (the rest with ``--all``).
+    Empty: those of :data:`llm_gym.config.FIRST_FIELDS` the config has."""
 
     total_steps: int = training_only(10_000)
     """Environment steps to train for, summed over parallel envs."""
@@ -165,6 +169,9 @@ class Agent(abc.ABC):
     fixed_on_resume: ClassVar[tuple[str, ...]] = ()
     """Config fields a resume cannot change (they set the shapes of what a checkpoint holds); ``train --resume``
     refuses a change to one, naming it, before touching the run."""
+    presets_folder: ClassVar[str] = "presets"
+    """The folder, beside the module that defines the agent class, of its preset files (``NAME.toml``, see
+    :mod:`llm_gym.presets`): ``llm-gym train --preset NAME``. Two agents defined in one module name two folders."""
 
     def __init__(self, config: AgentConfig | None = None) -> None:
         self.config = config if config is not None else self.Config()
@@ -175,6 +182,12 @@ class Agent(abc.ABC):
         state (``envs.json``, ``tasks.json`` of the shared stepping path) is left out for every agent; list only your
         own files here. Default: none (the copy then keeps everything)."""
         return ()
+
+    @classmethod
+    def presets(cls) -> dict[str, Preset]:
+        """The agent's named recipes (``llm-gym train --preset NAME``): by default the TOML files of its
+        :attr:`presets_folder`. Override to build them in Python."""
+        return folder_presets(cls)
 
     @abc.abstractmethod
     def train(self, env: EnvConfig, run: Run, callbacks: Sequence[Callback] = ()) -> dict[str, Any]:

@@ -150,6 +150,21 @@ def config_table(config: Any) -> list[tuple[str, str, str, str]]:
     return rows
 
 
+FIRST_FIELDS = (
+    "total_steps", "seed", "model", "backend", "action_mode", "advantage", "num_envs", "learning_rate",
+    "eval_episodes", "threads",
+)  # fmt: skip
+"""The fields ``llm-gym agents NAME`` shows first for a config that names no ``first_fields`` of its own."""
+
+
+def first_fields(cls: type) -> list[str]:
+    """The fields of config class ``cls`` a user changes first: its ``first_fields``, else the :data:`FIRST_FIELDS`
+    it has; names it does not have are skipped."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    chosen = getattr(cls, "first_fields", ()) or FIRST_FIELDS
+    return [name for name in chosen if name in names]
+
+
 def parse_assignments(items: Iterable[str], what: str = "--set") -> dict[str, str]:
     """``["a=1", "b=x"]`` -> ``{"a": "1", "b": "x"}``; a malformed item raises with the expected shape."""
     out: dict[str, str] = {}
@@ -162,7 +177,7 @@ def parse_assignments(items: Iterable[str], what: str = "--set") -> dict[str, st
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
-    """Read a TOML or JSON config file into a dict (a resolved ``config.json`` of a run works too)."""
+    """Read a TOML or JSON config file into a dict (a resolved ``config.json`` of a run and a preset file work too)."""
     path = Path(path)
     if path.is_dir():
         raise ConfigError(f"config file {str(path)!r} is a folder; pass a .toml (or .json) file")
@@ -172,8 +187,8 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         data = json.loads(path.read_text()) if path.suffix == ".json" else tomllib.loads(path.read_text())
     except (ValueError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read config file {str(path)!r}: {exc}") from exc
-    # A run's config.json nests the agent config under "config".
-    if isinstance(data, dict) and isinstance(data.get("config"), dict) and "agent" in data:
+    # A run's config.json nests the agent config under "config", and so does a preset file (llm_gym.presets).
+    if isinstance(data, dict) and isinstance(data.get("config"), dict) and ("agent" in data or "description" in data):
         data = data["config"]
     if not isinstance(data, dict):
         raise ConfigError(f"config file {str(path)!r} must hold a table of key = value pairs")

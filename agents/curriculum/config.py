@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from llm_gym.agent import AgentConfig
 from llm_gym.config import nested_agent_config, training_only
@@ -14,6 +14,9 @@ PASSED_TO_BASE = ("total_steps", "seed")
 
 @dataclass(frozen=True, kw_only=True)
 class CurriculumConfig(AgentConfig):
+    first_fields: ClassVar[tuple[str, ...]] = ("total_steps", "seed", "base", "base_config", "stages", "window",
+        "buffer_size", "replay_share")  # fmt: skip
+    """The fields `llm-gym agents` shows first."""
     total_steps: int = training_only(20_000)
     """Environment steps to train for, summed over parallel envs (passed to the base learner)."""
     base: str = "ppo_lora"

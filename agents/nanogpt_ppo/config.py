@@ -85,6 +85,10 @@ PRESETS["cpu16"] = {**PRESETS["cpu"], "key_frequency_bias": True, "num_envs": 16
 class NanoGPTPPOConfig(AgentConfig):
     """Config of the ``nanogpt_ppo`` agent (``None`` = take the value from ``preset``)."""
 
+    first_fields: ClassVar[tuple[str, ...]] = ("total_steps", "seed", "preset", "num_envs", "learning_rate",
+        "eval_every", "eval_episodes", "device", "threads")  # fmt: skip
+    """The fields `llm-gym agents` shows first."""
+
     renamed: ClassVar[Mapping[str, str]] = {
         "lr": "learning_rate",
         "lr_end": "final_learning_rate",

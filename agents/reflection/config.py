@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from llm_gym.config import speed_only, training_only
 from llm_gym.lm.agent_config import LocalLMConfig
@@ -11,6 +11,9 @@ from llm_gym.lm.agent_config import LocalLMConfig
 
 @dataclass(frozen=True, kw_only=True)
 class ReflectionConfig(LocalLMConfig):
+    first_fields: ClassVar[tuple[str, ...]] = ("iterations", "episodes", "max_steps", "seed", "model", "action_mode",
+        "finetune", "learning_rate", "eval_episodes", "eval_max_steps", "threads")  # fmt: skip
+    """The fields `llm-gym agents` shows first."""
     total_steps: int = training_only(0)
     """Not used: the budget is iterations x episodes x max_steps."""
     model: str = "smollm2-135m"

@@ -8,7 +8,7 @@ with the same adapter shape (:meth:`SFTConfig.as_ppo_lora`).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Literal
+from typing import ClassVar, Literal
 
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.config import training_only
@@ -17,6 +17,9 @@ from llm_gym.lm.agent_config import LocalLMConfig
 
 @dataclass(frozen=True, kw_only=True)
 class SFTConfig(LocalLMConfig):
+    first_fields: ClassVar[tuple[str, ...]] = ("demos", "epochs", "seed", "model", "action_mode", "learning_rate",
+        "trainable_layers", "batch_size", "eval_episodes", "threads")  # fmt: skip
+    """The fields `llm-gym agents` shows first."""
     demos: str = training_only("")
     """The demonstrations file (JSONL from ``llm-gym demos``); required."""
     total_steps: int = training_only(0)

@@ -22,7 +22,7 @@ def test_envs_table_and_json() -> None:
 def test_agents_and_agent_config() -> None:
     result = invoke("agents")
     assert result.exit_code == 0 and "scripted" in result.output and "baselines" in result.output
-    fields = json.loads(invoke("agents", "random", "--json").output)
+    fields = json.loads(invoke("agents", "random", "--json").output)["fields"]
     assert {
         "key": "total_steps",
         "type": "int",
@@ -30,9 +30,9 @@ def test_agents_and_agent_config() -> None:
         "affects": "training",
         "doc": "Environment steps to train for, summed over parallel envs.",
     } in fields
-    affects = {row["key"]: row["affects"] for row in json.loads(invoke("agents", "lm", "--json").output)}
+    affects = {row["key"]: row["affects"] for row in json.loads(invoke("agents", "lm", "--json").output)["fields"]}
     assert (affects["temperature"], affects["threads"], affects["num_envs"]) == ("play", "speed", "training")
-    affects = {row["key"]: row["affects"] for row in json.loads(invoke("agents", "curriculum", "--json").output)}
+    affects = {row["key"]: row["affects"] for row in json.loads(invoke("agents", "curriculum", "--json").output)["fields"]}
     assert (affects["base"], affects["window"]) == ("play", "training")
     assert affects["base_config"] == "per key (base's fields)"  # each key: what the base learner's field affects
 
