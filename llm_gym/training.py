@@ -241,14 +241,19 @@ def play_evaluation(
 
 MIN_EVALUATION_DECISIONS = 256
 """An evaluation plays at least this many decisions in all, however short the run (see :func:`scaled_eval_steps`)."""
+MIN_EPISODE_CUT = 64
+"""Nor is an evaluation episode cut shorter than this many steps, however many episodes share the decisions: a
+board or card game (tic-tac-toe 5 moves, connect four 21) is played whole even by 100 evaluation episodes."""
 
 
 def scaled_eval_steps(eval_max_steps: int, eval_episodes: int, budget: int) -> int:
     """The per-episode cut of a run's evaluations, scaled with the run: an evaluation plays at most about as many
     decisions as the run trains on (``budget``: its env steps, or decisions seen), but at least
-    :data:`MIN_EVALUATION_DECISIONS`, and never more per episode than ``eval_max_steps`` (0: no cut of its own). So a
-    32-step run on Breakout plays 4 episodes of 64 steps, not of 2,000, while a long run keeps its whole games."""
+    :data:`MIN_EVALUATION_DECISIONS` (and :data:`MIN_EPISODE_CUT` per episode), and never more per episode than
+    ``eval_max_steps`` (0: no cut of its own). So a 32-step run on Breakout plays 4 episodes of 64 steps, not of
+    2,000, while a long run keeps its whole games."""
     scaled = max(MIN_EVALUATION_DECISIONS, budget) // max(eval_episodes, 1)
+    scaled = max(scaled, MIN_EPISODE_CUT)
     return min(eval_max_steps, scaled) if eval_max_steps else scaled
 
 

@@ -41,6 +41,7 @@ from llm_gym.training import (
     play_evaluation,
     progress_bar,
     recent_train_mean,
+    scaled_eval_steps,
     spread_starts,
     training_env,
     training_started,
@@ -54,12 +55,14 @@ EVAL_SEED_OFFSET = 1_000_000
 def evaluate(
     model: NanoGPTActorCritic, env: EnvConfig, config: NanoGPTPPOConfig, sampler: TaskSampler | None = None
 ) -> tuple[list[float], list[float]]:
-    """Returns and game scores of ``eval_episodes`` greedy episodes, each cut at ``eval_max_steps``, on the env's
-    task or, with a training ``sampler`` (a curriculum), its current stage's tasks."""
+    """Returns and game scores of ``eval_episodes`` greedy episodes, each cut at ``eval_max_steps`` (sooner in a
+    short run), on the env's task or, with a training ``sampler`` (a curriculum), its current stage's tasks."""
     policy = NanoGPTPolicy(model, deterministic=True, epsilon=config.eval_epsilon, seed=config.seed)
     seed = config.seed + EVAL_SEED_OFFSET
     tasks = evaluation_sampler(sampler, seed)
-    return play_evaluation(policy, env, config.eval_episodes, seed, config.eval_max_steps, tasks=tasks)
+    # Scaled with the run (llm_gym.training.scaled_eval_steps): a 4,096-step run plays no 4,500-step games.
+    max_steps = scaled_eval_steps(config.eval_max_steps, config.eval_episodes, config.total_steps)
+    return play_evaluation(policy, env, config.eval_episodes, seed, max_steps, tasks=tasks)
 
 
 def train(

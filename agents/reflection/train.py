@@ -41,6 +41,7 @@ from llm_gym.lm.prompts import observation_text
 from llm_gym.lm.runtime import configure_threads
 from llm_gym.runs import Run, played_history, write_json_atomic
 from llm_gym.stats import mean_ci95
+from llm_gym.training import scaled_eval_steps
 
 STATE_FILE = "state.json"
 
@@ -61,19 +62,28 @@ def _policy(backend: LMBackend, env: EnvConfig, config: ReflectionConfig, *, gre
 
 
 def evaluate(backend: LMBackend, env: EnvConfig, config: ReflectionConfig) -> dict[str, Any]:
-    """Greedy episodes on the held-out seeds ``eval_seed + i``."""
+    """Greedy episodes on the held-out seeds ``eval_seed + i``, each cut at ``eval_max_steps`` or, in a short run,
+    sooner: an evaluation plays about as many decisions as the trials may (:func:`eval_max_steps`)."""
     results = run_episodes(
         _policy(backend, env, config, greedy=True, seed=config.seed),
         env,
         config.eval_episodes,
         seed=config.eval_seed,
         num_envs=config.eval_episodes,
-        max_steps=config.eval_max_steps,
+        max_steps=eval_max_steps(config),
     )
     returns = [r.episode_return for r in results]
     mean, ci = mean_ci95(returns)
     scores = [float(r.final_info.get("score", r.episode_return)) for r in results]
     return {"mean_return": mean, "ci95": ci, "returns": returns, "mean_score": sum(scores) / len(scores)}
+
+
+def eval_max_steps(config: ReflectionConfig) -> int:
+    """The cut of every evaluation episode of a run, scaled with its trials' budget (iterations x episodes x
+    max_steps; :func:`llm_gym.training.scaled_eval_steps`): one iteration of two 40-step Pong episodes evaluates 4
+    episodes of 64 steps, not 4 whole games of up to 1,000."""
+    budget = config.iterations * config.episodes * config.max_steps
+    return scaled_eval_steps(config.eval_max_steps, config.eval_episodes, budget)
 
 
 def reflect(

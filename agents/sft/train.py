@@ -13,6 +13,7 @@ its held-out seeds.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -248,8 +249,14 @@ def train(config: SFTConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callb
             directory / STATE_FILE,
         )  # fmt: skip
 
+    # ppo_lora's evaluation, scaled with this run (llm_gym.training.scaled_eval_steps): its budget is the demos it
+    # trains on (decisions seen over all epochs), so a small run on few demos does not play whole long games.
+    evaluation_config = dataclasses.replace(lora, total_steps=config.epochs * len(train_data))
+
     def evaluation() -> bool:
-        returns, scores = evaluate(ac, strategy, env, lora, run, counters.global_step, traits.renders_frames)
+        returns, scores = evaluate(
+            ac, strategy, env, evaluation_config, run, counters.global_step, traits.renders_frames
+        )
         evaluations.append(EvaluationRecord(counters.global_step, epoch, returns, scores))
         return training.evaluated(run, callbacks, counters, returns, scores, save)
 
