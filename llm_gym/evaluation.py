@@ -64,6 +64,7 @@ def run_episodes(
     video_path: str | Path | None = None,
     task_ids: Sequence[int] | None = None,
     on_episode: Callable[[EpisodeResult], None] | None = None,
+    on_step: Callable[[int], None] | None = None,
     vector_env: VectorKind = "sync",
     text_actions: bool = False,
     sampler: TaskSampler | None = None,
@@ -80,6 +81,7 @@ def run_episodes(
         video_path: record episode 0 as a video (needs an env that renders ``rgb_array`` frames).
         task_ids: task id of each episode (``options={"task_id": ...}``), cycled.
         on_episode: called as each episode finishes.
+        on_step: called after each lockstep step with the number of decisions it made (a progress bar's rate).
         vector_env: ``sync`` steps the envs in this process, ``async`` each in its own.
         text_actions: the policy answers with text; discrete envs parse it (:class:`llm_gym.actions.TextActions`).
         sampler: gives each episode's reset options (task id, opponent, ...; takes precedence over ``task_ids``).
@@ -102,7 +104,10 @@ def run_episodes(
         while not stepper.done:
             active = stepper.active
             actions = policy.act([stepper.observations[i] for i in active], [stepper.infos[i] for i in active])
-            for episode in stepper.step(list(actions)).finished:
+            finished = stepper.step(list(actions)).finished
+            if on_step:
+                on_step(len(active))
+            for episode in finished:
                 result = results[episode.index] = EpisodeResult.of(episode)
                 if on_episode:
                     on_episode(result)

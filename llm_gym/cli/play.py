@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich import box
 from rich.table import Table
 
 from llm_gym.agent import EnvConfig, check_untrained_settings, load_policy, policy_env_kwargs, sampling_policy
@@ -31,10 +32,11 @@ from llm_gym.cli.common import (
     resolve_config,
 )
 from llm_gym.cli.exact_report import check_exact_env, exact_report, play_exact, print_exact
-from llm_gym.cli.task_report import episode_task_ids, per_game
-from llm_gym.envs.catalog import env_family, env_spec, evaluation_overrides, reward_only_args
+from llm_gym.cli.play_progress import PlayProgress, format_rate
+from llm_gym.cli.task_report import episode_task_ids, has_outcomes, outcome, per_game
+from llm_gym.envs.catalog import env_family, env_spec, evaluation_overrides, render_modes, reward_only_args
 from llm_gym.envs.catalog import make as make_env
-from llm_gym.errors import ConfigError, UnknownNameError, UnsupportedEnvError
+from llm_gym.errors import ConfigError, LLMGymError, UnknownNameError, UnsupportedEnvError
 from llm_gym.evaluation import HELDOUT_SEED, Stopwatch, VideoWarning, run_episodes
 from llm_gym.plugins import get_agent
 from llm_gym.stats import mean_ci95
@@ -84,8 +86,11 @@ def play(
         ),
     ] = False,
 ) -> None:
-    """Play EPISODES episodes and print each return and the mean with a 95% confidence interval; with --task-ids,
-    also the win rate and mean score per game.
+    """Play EPISODES episodes and print each return and the mean with a 95% confidence interval; per game, the
+    wins, draws and losses with 95% intervals (OpenSpiel, Pong) and the mean score.
+
+    A progress bar (episodes, steps/s, time left) shows on a terminal, never under --json. Every option is checked
+    before a model loads.
 
     With --checkpoint, the agent and (unless --env is given) the env are the checkpoint's; --config, --set and
     --seed change how it plays, --model and --backend only where its weights can play that way. A checkpoint plays
@@ -100,6 +105,9 @@ def play(
         check_opponent(opponent, env, checkpoint)
         env_kwargs["opponent"] = opponent
     tasks = TaskRange.parse(task_ids) if task_ids is not None else None
+    if not exact:  # everything about the env is checked before any model loads (a model may take 15 s)
+        check_play_env(env or (_checkpoint_env(checkpoint) if checkpoint is not None else None), env_kwargs,
+                       video, tasks)  # fmt: skip
     if exact:
         check_exact_options(video, tasks, max_steps)
         exact_env = env or (_checkpoint_env(checkpoint) if checkpoint is not None else None)
@@ -143,12 +151,12 @@ def play(
     env_config = EnvConfig(env_id, {**policy_env_kwargs(policy), **env_kwargs})
     if checkpoint is not None:
         note_training_env_args_left_out(checkpoint, env_config)
-    clock = Stopwatch()
     # A checkpoint plays held-out seeds, as bench does: seeds 0, 1, ... are the ones its training envs reset with.
     first_seed = seed if seed is not None else (HELDOUT_SEED if checkpoint is not None else 0)
     ids = episode_task_ids(tasks, episodes, first_seed) if tasks else None
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, PlayProgress(episodes, err_console, quiet=as_json) as bar:
         warnings.simplefilter("always", VideoWarning)
+        clock = Stopwatch()
         results = run_episodes(
             policy,
             env_config,
@@ -158,7 +166,10 @@ def play(
             max_steps=max_steps,
             video_path=video,
             task_ids=ids,
+            on_step=bar.step,
+            on_episode=bar.episode,
         )
+        seconds = clock.elapsed
     for warning in caught:  # shown as they would have been; a video that was not written is not reported below
         warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
     if any(issubclass(w.category, VideoWarning) for w in caught):
@@ -182,40 +193,115 @@ def play(
         "mean_return": mean,
         "ci95": ci,
         "steps": steps,
-        "steps_per_second": clock.rate(steps),
+        "seconds": seconds,
+        "steps_per_second": steps / max(seconds, 1e-9),
         "video": str(video) if video else None,
         "sampled": sample,
     }
     if ids is not None:
         for row, task_id in zip(report["episodes"], ids, strict=True):
             row["task_id"] = task_id
+    if ids is not None or has_outcomes(env_id):
         report["per_game"] = per_game(results, env_id)
+        for row, result in zip(report["episodes"], results, strict=True):
+            row["outcome"] = outcome(result, env_id) or ("cut" if has_outcomes(env_id) else None)
     if as_json:
         print_json(report)
         return
-    table = Table(
-        "episode", "seed", "return", "length", title=f"{agent_name} on {env_id}" + (" (sampled)" if sample else "")
-    )
-    for i, r in enumerate(results):
-        table.add_row(str(i), str(r.seed), f"{r.episode_return:g}", str(r.length) + (" (cut)" if r.truncated else ""))
-    console.print(table)
-    console.print(
-        f"mean return {mean:.2f} ± {ci:.2f} (95% CI, n={len(returns)}), {report['steps_per_second']:.0f} steps/s"
-    )
-    if ids is not None:
-        games = Table("game", "episodes", "win rate (95% CI)", "mean score", "mean return", title="per game")
-        for row in report["per_game"]:
-            low, high = row["win_rate_ci95"]
-            games.add_row(
-                row["game"],
-                str(row["episodes"]),
-                f"{row['win_rate']:.2f} [{low:.2f}, {high:.2f}]",
-                f"{row['mean_score']:.2f} ± {row['score_ci95']:.2f}",
-                f"{row['mean_return']:.2f} ± {row['return_ci95']:.2f}",
-            )
-        console.print(games)
+    print_episodes(report, console)
     if video:
         console.print(f"video: {video}")
+
+
+def print_episodes(report: dict[str, Any], console: Any) -> None:
+    """The episodes (at most :data:`SHOWN_EPISODES` rows), the mean return with its interval and the rate, and per
+    game the wins, draws and losses with their intervals."""
+    rows = report["episodes"]
+    title = f"{report['agent']} on {report['env_id']}" + (" (sampled)" if report["sampled"] else "")
+    with_outcome = any(row.get("outcome") for row in rows)
+    table = Table("episode", "seed", "return", "length", *(["outcome"] if with_outcome else []), title=title,
+                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)  # fmt: skip
+    indexes = list(range(len(rows)))
+    if len(rows) > SHOWN_EPISODES:
+        indexes = indexes[: SHOWN_EPISODES - 2] + [-1] + indexes[-2:]  # -1: the row that says some are left out
+    for i in indexes:
+        if i < 0:
+            table.add_row(f"({len(rows) - SHOWN_EPISODES} more)", "", "", "")
+            continue
+        row = rows[i]
+        cut = " (cut)" if row["truncated"] else ""
+        table.add_row(str(i), str(row["seed"]), f"{row['return']:g}", f"{row['length']}{cut}",
+                      *([row.get("outcome") or ""] if with_outcome else []))  # fmt: skip
+    console.print(table)
+    mean, ci = report["mean_return"], report["ci95"]
+    console.print(
+        f"mean return {mean:.3g} ± {ci:.2g} (95% CI, n={len(rows)}); {report['steps']} steps in "
+        f"{report['seconds']:.1f} s, {format_rate(report['steps_per_second'])} steps/s",
+        highlight=False,
+    )
+    if "per_game" in report:
+        console.print(game_table(report["per_game"]))
+
+
+SHOWN_EPISODES = 20
+"""Rows of the episode table; a longer run shows its first and last episodes (--json has every one)."""
+
+
+def game_table(rows: list[dict[str, Any]]) -> Table:
+    """Per game: episodes, wins / draws / losses as shares of the games that ended with 95% Wilson intervals (where
+    the game has outcomes), and the mean score."""
+    outcomes = any(row.get("ended") is not None for row in rows)
+    cut = outcomes and any(row["cut"] for row in rows)  # a column only where some game was cut before its end
+    columns = [
+        "game",
+        "n",
+        *(["win", "draw", "loss"] if outcomes else ["win rate"]),
+        *(["cut"] if cut else []),
+        "score",
+    ]
+    table = Table(
+        *columns, title="per game (95% intervals)", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
+    )
+    table.columns[0].overflow = "fold"
+    for row in rows:
+        if outcomes:
+            middle = [_share(row, kind) for kind in ("win", "draw", "loss")] + ([str(row["cut"])] if cut else [])
+        else:
+            low, high = row["win_rate_ci95"]
+            middle = [f"{row['win_rate']:.2f} [{low:.2f}, {high:.2f}]"]
+        score = f"{row['mean_score']:.2f}" + (f" ± {row['score_ci95']:.2f}" if row["episodes"] > 1 else "")
+        table.add_row(row["game"], str(row["episodes"]), *middle, score)
+    return table
+
+
+def _share(row: dict[str, Any], kind: str) -> str:
+    """``45% [30-61]``: a share of the games that ended with its Wilson interval, in percent."""
+    share, interval = row[f"{kind}_share"], row[f"{kind}_share_ci95"]
+    if share is None:
+        return "-"
+    return f"{100 * share:.0f}% [{100 * interval[0]:.0f}-{100 * interval[1]:.0f}]"
+
+
+def check_play_env(env_id: str | None, env_kwargs: dict[str, Any], video: Path | None, tasks: TaskRange | None) -> None:
+    """Before any model loads: the env takes these ``--env-arg`` values (made once), the first and last of
+    ``--task-ids`` (reset once each), and renders frames where ``--video`` asks for them."""
+    if env_id is None:
+        return
+    env_spec(env_id)
+    if video is not None and "rgb_array" not in render_modes(env_id):
+        raise UnsupportedEnvError(f"{env_id} renders no frames, so it cannot record a video; drop --video")
+    made = make_env(env_id, **env_kwargs)
+    try:
+        for task_id in sorted({tasks.first, tasks.last}) if tasks is not None else ():
+            try:
+                made.reset(seed=0, options={"task_id": task_id})
+            except LLMGymError:
+                raise
+            except (ValueError, KeyError, IndexError) as exc:
+                raise ConfigError(f"--task-ids {tasks.first}-{tasks.last}: {env_id} cannot play task {task_id} "
+                                  f"({exc})") from exc  # fmt: skip
+    finally:
+        made.close()
 
 
 def check_exact_options(video: Path | None, tasks: TaskRange | None, max_steps: int | None) -> None:
