@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
+from rich import get_console
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Column
 
 from llm_gym.agent import EnvConfig, Policy
 from llm_gym.callbacks import Callback, should_stop
@@ -194,18 +197,33 @@ def crossed(before: int, after: int, every: int) -> bool:
     return every > 0 and after // every > before // every
 
 
-def progress_bar(enabled: bool) -> Progress:
-    """The progress bar of a training run (env steps, time, a status text)."""
+PROGRESS_FIXED_WIDTH = 34
+"""What a training progress bar's counts, unit and times take (``12,000/20,000 env steps 0:01:02 0:09:40``)."""
+
+
+def progress_bar(enabled: bool, unit: str = "env steps", console: Console | None = None) -> Progress:
+    """The progress bar of a training run: what it trains (the task's description), a bar, the count of ``unit``
+    done of all, elapsed and remaining time, and a status text. On a narrow terminal (80 columns) the description
+    and the status are cut short and the bar shrinks; the count and the times are always shown whole."""
+    width = (console or get_console()).width
+    room = max(width - PROGRESS_FIXED_WIDTH - len(unit), 20)  # shared by the description, the bar and the status
     return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("env steps"),
+        TextColumn("[bold]{task.description}", table_column=_shrinking(room * 2 // 5)),
+        BarColumn(bar_width=None, table_column=Column(ratio=1, min_width=3)),
+        MofNCompleteColumn(table_column=Column(no_wrap=True)),
+        TextColumn(unit, table_column=Column(no_wrap=True)),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
-        TextColumn("{task.fields[status]}"),
+        TextColumn("{task.fields[status]}", table_column=_shrinking(room * 2 // 5)),
         disable=not enabled,
+        console=console,
+        expand=True,
     )
+
+
+def _shrinking(width: int) -> Column:
+    """A progress column cut to at most ``width`` cells with an ellipsis (never wrapped onto a second line)."""
+    return Column(no_wrap=True, overflow="ellipsis", max_width=max(width, 8))
 
 
 def training_started(callbacks: Sequence[Callback], env_id: str, config: Any, counters: Counters) -> None:

@@ -268,7 +268,7 @@ def train(config: SFTConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callb
             stopped = evaluation()
 
     # -- epochs ------------------------------------------------------------------------------------------------
-    progress = training.progress_bar(config.progress)
+    progress = training.progress_bar(config.progress, unit="demos")
     clock = training.Clock(counters)
     with progress:
         task = progress.add_task(f"{agent} {env.env_id}", total=config.epochs * len(train_data), status="",

@@ -86,8 +86,9 @@ def test_refusals_come_before_the_model_loads(tmp_path: Path) -> None:
     assert "takes no argument 'nosuch'" in error_line(invoke(*lm, "--env-arg", "nosuch=1"))
     assert "task id 0 is goofspiel" in error_line(invoke(*lm, "--task-ids", "0-3"))
     assert "--opponent is for OpenSpiel envs" in error_line(
-        invoke("play", "--agent", "lm", "--model", str(tmp_path / "no_model"), "--env", "LLMPong-v0",
-               "--opponent", "mcts")  # fmt: skip
+        invoke(
+            "play", "--agent", "lm", "--model", str(tmp_path / "no_model"), "--env", "LLMPong-v0", "--opponent", "mcts"
+        )  # fmt: skip
     )
     assert "drop --video" in error_line(invoke(*lm, "--exact", "--video", str(tmp_path / "x.mp4")))
     assert "model directory" in error_line(invoke(*lm))  # and with nothing else wrong, the model is what is missing
