@@ -16,9 +16,12 @@ import typer.main
 
 from llm_gym.cli import agents, bench, copy_policy, demos, envs, play, plot, plugins, select, serve, sweep, train
 from llm_gym.cli.common import EXIT_USER_ERROR
+from llm_gym.cli.help_format import hide_flag_types, reflow_commands
 from llm_gym.errors import LLMGymError, suggest
 
 BUILTIN_COMMANDS = (envs, agents, plugins, train, sweep, select, play, demos, plot, bench, copy_policy, serve)
+
+hide_flag_types()  # no `--help <bool>` in the help screens (llm_gym/cli/help_format.py says why)
 
 # Typer's click exception classes (recent Typer versions ship their own copy of click, older ones use click).
 _UsageError = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
@@ -88,6 +91,7 @@ def build_app() -> typer.Typer:
         if staging.registered_callback is not None:
             command_conflicts.append(f"register_commands: plugin {owner!r} set the app's callback; ignored")
         _move_new_commands(staging, app, taken, owner, command_conflicts)
+    reflow_commands(app)
     return app
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 import typer
+from rich import box
 from rich.table import Table
 
 from llm_gym.cli.common import JsonOption, cli_errors, console, print_json
@@ -34,11 +35,39 @@ def envs(
     if as_json:
         print_json(rows)
         return
-    table = Table("id", "family", "class", "kwargs", title=f"{len(rows)} envs")
+    console.print(env_table(rows, console.width))
+
+
+NARROW = 64
+"""Below this many columns the listing drops its arguments column rather than cut an id."""
+
+
+def env_table(rows: list[dict[str, object]], width: int) -> Table:
+    """The listing: ids whole (never wrapped or cut: they are what a user copies), family, what the policy sees,
+    and the ``gym.make`` arguments besides the game the id names (dropped on a terminal narrower than
+    :data:`NARROW`)."""
+    wide = width >= NARROW
+    table = Table("id", "family", "observation", *(["arguments"] if wide else []), title=f"{len(rows)} envs",
+                  box=box.SIMPLE_HEAD, pad_edge=False)  # fmt: skip
+    table.columns[0].no_wrap = True
+    table.columns[0].min_width = max((len(str(r["id"])) for r in rows), default=2)
     for row in rows:
-        kwargs = ", ".join(f"{k}={v}" for k, v in row["kwargs"].items())
-        table.add_row(str(row["id"]), str(row["family"]), str(row["entry_point"]).rsplit(":", 1)[-1], kwargs)
-    console.print(table)
+        kwargs = dict(row["kwargs"])  # type: ignore[call-overload]
+        kwargs.pop("game", None)  # the id names it
+        arguments = ", ".join(f"{k}={v}" for k, v in kwargs.items())
+        if row["id"] == "OpenSpiel-v0":
+            arguments = arguments or "any game, by task id"
+        table.add_row(str(row["id"]), str(row["family"]), _observation(str(row["entry_point"])),
+                      *([arguments] if wide else []))  # fmt: skip
+    if wide:
+        table.columns[-1].overflow = "fold"
+    return table
+
+
+def _observation(entry_point: str) -> str:
+    """What a policy sees, from the env class: ascii (a character grid), vision (an image and text) or text."""
+    name = entry_point.rsplit(":", 1)[-1].lower()
+    return next((mode for mode in ("ascii", "vision") if mode in name), "text")
 
 
 def register(app: typer.Typer) -> None:
