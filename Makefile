@@ -34,7 +34,7 @@ $(STAMP): pyproject.toml setup.py $(PLUGINS)
 	for plugin in $(dir $(PLUGINS)); do $(BIN)/python -m pip install -q -e "$$plugin" || exit 1; done
 	touch $(STAMP)
 
-# The learning demo (docs/learning_demo.md), with the real default model (SmolLM2-135M-Instruct) on the CPU, about
+# The learning demo (docs/guides/learning_demo.md), with the real default model (SmolLM2-135M-Instruct) on the CPU, about
 # 5.5 min on this 2-core machine when idle (several times that while it is shared): 256 games of Kuhn poker played
 # by the exact best response to a random opponent (seeds 0-255) -> sft (LoRA on the top 4 layers, 20 epochs) ->
 # greedy play before and after on 100 held-out games (seeds 10,000-10,099) in one process -> a table with 95%
@@ -99,7 +99,7 @@ test-all: install
 bench: install
 	$(BIN)/python benchmarks/env_throughput.py
 
-# llm-gym serve with 64 concurrent sessions on loopback against in-process stepping (docs/serve.md).
+# llm-gym serve with 64 concurrent sessions on loopback against in-process stepping (docs/guides/trainers.md).
 bench-serve: install-trainers
 	$(TRAINERS_BIN)/python benchmarks/serve_throughput.py
 

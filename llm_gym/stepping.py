@@ -41,7 +41,7 @@ from llm_gym.envs.wrappers import (
     EpisodeStats,
     Pausable,
 )
-from llm_gym.snapshots import can_pickle, capture, restore
+from llm_gym.snapshots import can_store, capture, restore
 from llm_gym.tasks import TaskSampler
 from llm_gym.video import RecordFirstEpisode
 
@@ -242,7 +242,7 @@ class EnvStepper:
         0..``max_steps`` steps of uniformly random legal actions (from its info's ``legal_actions``), the others
         sitting the steps out. Why: a stepper resets every env at once, so without this a first rollout holds
         nothing but game openings, and on Breakout that teaches the first update the opening's lesson only
-        (``docs/ppo_lora_breakout_critic.md``, "a run's first rollout is all game openings"). Episodes that end meanwhile
+        (``docs/results/ppo_lora_breakout.md``, "a run's first rollout is all game openings"). Episodes that end meanwhile
         restart as usual and are not reported; no task sampler may be attached (random play would feed it)."""
         if self.sampler is not None:
             raise ValueError("a task sampler is attached, and random play would report to it")
@@ -271,7 +271,7 @@ class EnvStepper:
         """Where every env stands: snapshots (None where the envs take none, or where no episode is in play),
         observations, infos, episode numbers, the sampler's state."""
         # A copy of the list: a step replaces its entries, and a caller may hold a state across steps.
-        infos = list(self.infos) if can_pickle(self.infos) else [_policy_info(i) for i in self.infos]
+        infos = list(self.infos) if can_store(self.infos) else [_policy_info(i) for i in self.infos]
         in_play = bool(self.active or self._pending)
         return {
             # Between rollouts of groups nothing is in play: no env's state is worth keeping.

@@ -4,7 +4,7 @@ reads.
 
 Why: on SmolLM2 the last prompt position's hidden state is nearly one shared vector in every Breakout state (the
 states differ by about 1.5% of it), yet a linear read of it, standardised per channel, tells which side of the
-paddle the ball is on in 99-100% of held-out states (docs/ppo_lora_breakout_critic.md). The policy itself moves
+paddle the ball is on in 99-100% of held-out states (docs/results/ppo_lora_breakout.md). The policy itself moves
 through the LoRA and the action names' likelihoods, where a preference shared by every state (LEFT everywhere) is
 far easier to learn than one that follows the ball: runs at the 64-env recipe's learning rate end near the uniform
 policy, and greedy on one action in half the seeds. The head gives the policy gradient a direct, linear path from

@@ -5,7 +5,7 @@ equally often on average over the env's states, while keeping how its preference
 Why: in score mode the policy is the LM's likelihood of each action's name as the answer, and that carries a prior
 over the names that has nothing to do with the game. On Breakout the default model gives LEFT 1-2% in every state
 (RIGHT about 50%, FIRE about 40%), so PPO almost never sees what LEFT does, and runs that never raised it collapsed
-onto FIRE or RIGHT (``docs/ppo_lora_breakout_no_demos.md``, "which runs made the action depend on the ball's side"). The same idea
+onto FIRE or RIGHT (``docs/results/ppo_lora_breakout.md``, "which runs made the action depend on the ball's side"). The same idea
 is known for in-context classification as contextual calibration (Zhao et al. 2021, "Calibrate Before Use").
 
 How: before the first rollout, ``calibration_states`` states are collected by random legal play in envs of their

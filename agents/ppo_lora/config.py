@@ -38,7 +38,7 @@ class PPOLoRAConfig(LocalLMConfig):
     """Before the first rollout, env i plays a uniform draw of 0..start_spread uniformly random legal actions (not
     learnt from, not counted in total_steps), so that the envs stand at different points of their games. Without it
     every env starts at a game's opening, and on Breakout the first update then learns the opening only
-    (docs/ppo_lora_breakout_critic.md, "a run's first rollout is all game openings"). 0: no spread. Not with a curriculum
+    (docs/results/ppo_lora_breakout.md, "a run's first rollout is all game openings"). 0: no spread. Not with a curriculum
     (random play would feed its statistics); ignored on --resume."""
     max_new_tokens: int = 16
     """generate mode: answer length budget."""
@@ -46,7 +46,7 @@ class PPOLoRAConfig(LocalLMConfig):
     """score mode: model: the policy is the LM's likelihood of each action name, its prior over the names included;
     calibrated: before the first rollout, fit one log-probability offset per action name so the starting policy
     picks each action equally often on average over calibration_states states of random play (the offsets are kept
-    in the checkpoint and used wherever it acts; docs/ppo_lora_breakout_calibrated.md, "Calibrating the prior over action names"). A
+    in the checkpoint and used wherever it acts; docs/results/ppo_lora_breakout.md, "Calibrating the prior over action names"). A
     run warm-started from a checkpoint with offsets keeps those."""
     calibration_states: int = training_only(256)
     """action_prior=calibrated: states the offsets are fitted on (random legal play in envs seeded apart from
@@ -58,7 +58,7 @@ class PPOLoRAConfig(LocalLMConfig):
     rollout_backend: Literal["hf", "vllm"] = training_only("hf")
     """Who picks the rollout's actions: hf (the training model itself) or vllm (a vLLM engine serving the adapter
     of the latest update; the training model still recomputes every log-prob the update uses). vllm pays off in
-    generate mode; in score mode the training model's forward already scores every action (docs/ppo_lora.md)."""
+    generate mode; in score mode the training model's forward already scores every action (docs/guides/ppo_lora.md)."""
     rollout_kv_cache_gib: float = training_only(1.0)
     """rollout_backend=vllm: the engine's KV cache in GiB (on a CPU it comes out of RAM)."""
     rollout_memory_share: float = training_only(0.25)
@@ -87,7 +87,7 @@ class PPOLoRAConfig(LocalLMConfig):
     """The starting policy's random draws: the fresh LoRA's A matrices, the value head and, with
     action_prior=calibrated, the calibration states. None: seed, which sets everything else (the envs' seeds, the
     sampled actions, the minibatch order). Two runs that swap init_seed and seed tell which of the two decides a
-    result (docs/ppo_lora_breakout_critic.md, "Which seed decides")."""
+    result (docs/results/ppo_lora_breakout.md, "Which seed decides")."""
     init_adapter: str = training_only("")
     """Start from this checkpoint (an sft or ppo_lora checkpoint directory, or a run directory: its newest one):
     its adapter/ and, where present, value_head.pt, instead of a fresh LoRA (whose shape then comes from the
@@ -123,7 +123,7 @@ class PPOLoRAConfig(LocalLMConfig):
     """At most this many optimizer steps per epoch: a rollout of more than max_minibatches * minibatch_size decisions
     takes this many steps, each with its gradient accumulated over rollout_size / max_minibatches decisions (in
     passes of minibatch_size), instead of more steps of the same size. So more envs make each step's gradient less
-    noisy instead of moving the policy further per update (docs/ppo_lora.md, "Batch size and greedy collapse")."""
+    noisy instead of moving the policy further per update (docs/guides/ppo_lora.md, "Batch size and greedy collapse")."""
     advantage_norm: Literal["rollout", "minibatch", "none"] = training_only("rollout")
     """Normalise advantages to mean 0, std 1 over the whole rollout (rollout), over each optimizer step's decisions
     (minibatch: the usual PPO code; noisy when a minibatch holds few reward events), or not at all (none)."""
@@ -149,14 +149,14 @@ class PPOLoRAConfig(LocalLMConfig):
     at most value_clip_coef per update: while it is below zero, losing a ball looks good. ``unit`` starts every seed
     near zero but still reads states that differ by about 1.5%, so it stays one value for all of them;
     ``standardized`` starts at zero and reads what tells the states apart (agents/ppo_lora/value_head.py,
-    docs/ppo_lora_breakout_critic.md). A head loaded from a checkpoint (resume, init_adapter) keeps the input it was
+    docs/results/ppo_lora_breakout.md). A head loaded from a checkpoint (resume, init_adapter) keeps the input it was
     trained on; a warm start whose head differs from this setting warns."""
     action_head: Literal["none", "standardized"] = training_only("none")
     """``standardized``: a learnt offset per action name from the standardised hidden state that a
     ``value_input=standardized`` head reads, added to each action's log-likelihood in score mode (a linear policy head
     beside the LoRA, detached from it, starting at zero). On Breakout that state tells the ball's side of the paddle
     in 99-100% of held-out states while the policy, moving through the LoRA alone, learns to follow it in some seeds
-    only (agents/ppo_lora/action_head.py, docs/ppo_lora_breakout_critic.md). Its names are those legal at the first
+    only (agents/ppo_lora/action_head.py, docs/results/ppo_lora_breakout.md). Its names are those legal at the first
     reset; saved with every checkpoint (``action_head.pt``) and used by play and bench. Score mode and
     rollout_backend=hf only. A checkpoint's head (resume, init_adapter) is kept whatever this says. Measured on
     Breakout at the 64-env recipe: seeds 0 and 7 fail with it as without it (the advantages carry little tracking
@@ -174,13 +174,13 @@ class PPOLoRAConfig(LocalLMConfig):
     value_warmup_learning_rate: float = training_only(5e-3)
     """Adam learning rate of the warm-up's passes (a fresh optimizer per warm-up update; the run's own optimizer
     and schedule are not touched). At the run's 2e-4 and 2 passes a fresh head on Breakout explained 2% of the
-    next rollout's return variance, at 5e-3 and 128 passes 18% (docs/ppo_lora.md)."""
+    next rollout's return variance, at 5e-3 and 128 passes 18% (docs/guides/ppo_lora.md)."""
     entropy_coef: float = training_only(0.01)
     """Weight of the entropy bonus (with entropy_target: its floor, where the coefficient starts and returns to)."""
     entropy_target: float = training_only(0.0)
     """An entropy floor in nats (0 = off): after each update the entropy bonus's coefficient grows while the policy's
     mean entropy on the rollout is below this and falls back towards entropy_coef above it, so the sampled policy
-    keeps exploring. It does not keep the greedy action from being the same in every state (docs/ppo_lora_breakout_no_demos.md,
+    keeps exploring. It does not keep the greedy action from being the same in every state (docs/results/ppo_lora_breakout.md,
     "An entropy floor": on Breakout it rescued one seed and not another)."""
     entropy_adapt_rate: float = training_only(1.0)
     """entropy_target: the coefficient moves by at most a factor e ** rate per update (at an entropy of 0 or of
@@ -285,7 +285,6 @@ class PPOLoRAConfig(LocalLMConfig):
             )
         value_settings = {
             "value_warmup_updates": self.value_warmup_updates != 0,
-            "action_head": self.action_head != "none",
             "start_spread": self.start_spread != 0,
         }
         for name, changed in value_settings.items():

@@ -170,7 +170,7 @@ def value_scalars(rollout: Rollout, returns: torch.Tensor, gamma: float) -> dict
     """Where the value head sits against what it is fitted to: ``values/mean`` (the rollout's value estimates) and
     ``values/return_mean`` (its GAE returns), and ``values/end_advantage``, the one-step advantage r - V of the
     decisions that ended an episode (a truncated one with its bootstrapped value): a head far below the returns
-    makes losing a life look good on Breakout (docs/ppo_lora_breakout_critic.md, "A fresh value head's starting value"). NaN
+    makes losing a life look good on Breakout (docs/results/ppo_lora_breakout.md, "A fresh value head's starting value"). NaN
     where no episode ended (the caller drops NaN scalars)."""
     arrays = rollout.stacked()
     values = arrays["values"].float()

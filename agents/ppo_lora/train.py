@@ -229,7 +229,7 @@ def train(
                 "set the options in the curriculum's stages instead"
             )
         sampler = OptionsMix(config.episode_options, seed=config.seed)
-    env = training.training_env(env)  # Atari: FIRE on reset, a life loss ends the episode (docs/atari.md)
+    env = training.training_env(env)  # Atari: FIRE on reset, a life loss ends the episode (docs/guides/atari.md)
     configure_threads(config.threads)
     torch.manual_seed(config.starting_seed)  # the fresh LoRA and value head draw from it
     traits = _probe(env, config)

@@ -1,7 +1,7 @@
 """The value head: one linear layer on the hidden state at the last prompt position, read as it is
 (``value_input=hidden``), scaled to unit length (``unit``), or standardised per channel (``standardized``).
 
-Why the options exist (docs/ppo_lora_breakout_critic.md): on SmolLM2 the final hidden state is nearly one shared vector in
+Why the options exist (docs/results/ppo_lora_breakout.md): on SmolLM2 the final hidden state is nearly one shared vector in
 every Breakout state (norm about 56, one channel about 44; the states differ by about 1.5% of it).
 
 - ``hidden``: a fresh head projects that vector onto its random weights, so it starts with one value for every

@@ -13,7 +13,7 @@ and a completion's reward is what the env pays for it:
    completion of the group) and returns the sum of rewards from the decision on, the parse penalty included.
 
 Single-decision envs (``Trace-v0``: one answer per episode) need neither lead-in nor continuation. TRL repeats each
-row ``num_generations`` times, so a group always shares its task id and seed. The recipe is in docs/trainers.md and
+row ``num_generations`` times, so a group always shares its task id and seed. The recipe is in docs/guides/trainers.md and
 ``examples/trl_grpo.py``.
 """
 

@@ -4,7 +4,7 @@ The defaults are what ``make demo`` runs: Kuhn poker against the env's uniformly
 demonstrations from the exact best response (seeds 0-255), an ``sft`` run of the default model on them (LoRA on the
 top 4 layers, 20 epochs: what it takes to learn the demonstrator's card-dependent answers, not only its most
 frequent one), and greedy evaluations of the same model before and after on 100 held-out games (seeds 10,000-10,099).
-Why this task: docs/learning_demo.md.
+Why this task: docs/guides/learning_demo.md.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class LearningDemoConfig:
     learning_rate: float = 1e-3
     """sft's peak learning rate."""
     batch_size: int = 16
-    """Demonstrations per gradient step (sft's default; every measured run in docs/learning_demo_runs.md used it except the
+    """Demonstrations per gradient step (sft's default; every measured run in docs/results/kuhn_poker_sft_demo.md used it except the
     rows that say otherwise)."""
     choice_loss_coef: float = 0.0
     """sft's choice loss beside the answer loss: the cross-entropy of the greedy decision itself (score mode's
@@ -56,7 +56,7 @@ class LearningDemoConfig:
     threads: int = 0
     """Torch CPU threads (0: the runtime's default)."""
     dtype: str = "auto"
-    """Model dtype (auto: bfloat16 on a CPU with AMX or AVX512-BF16, else float32; the results in docs/learning_demo.md
+    """Model dtype (auto: bfloat16 on a CPU with AMX or AVX512-BF16, else float32; the results in docs/guides/learning_demo.md
     name theirs)."""
     agreement: bool = True
     """Also let the demonstrator play the held-out games and report, before and after, in how many of its distinct

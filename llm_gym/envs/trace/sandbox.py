@@ -127,7 +127,7 @@ def refusal(missing: list[str], why: dict[str, str]) -> LLMGymError:
     return LLMGymError(
         f"the Trace sandbox cannot guarantee {', '.join(missing)} on this machine ({reasons or 'no seccomp'}), so "
         "it runs no program; run as root or where unprivileged user namespaces and seccomp are allowed, or set "
-        f"{WEAK_SANDBOX_VARIABLE}=1 to accept the Python audit hook alone (docs/reliability.md)"
+        f"{WEAK_SANDBOX_VARIABLE}=1 to accept the Python audit hook alone (docs/reference/reliability.md)"
     )
 
 

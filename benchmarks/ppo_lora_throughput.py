@@ -1,0 +1,123 @@
+"""ppo_lora's training loop against greedy play of the same model at the same batch, in the same run: env steps per
+second of training (rollouts and updates) over decisions per second of ``llm-gym play``'s path (the LM policy's
+score mode through the hf backend, greedy), for each advantage estimator, on Kuhn poker and tic-tac-toe. The goal
+(issue 87): training at >= 0.5x play, the update costing no more than the rollout.
+
+Also what merging identical prompts saves (a group's first observation, any position many envs show at once): the
+rollout's decisions per second with rows merged and with every row run on its own.
+
+Each training run takes ``--updates`` updates; its first update (the model's first passes, kernel set-up) is left
+out of the rate, which is the median over the rest. Play plays ``--play-episodes`` episodes after a warm-up batch.
+Prints JSON (and writes it with ``--out``). Load from other processes slows everything measured alike only where it
+is steady: run it on an idle machine, and say the load beside the numbers.
+
+    python benchmarks/ppo_lora_throughput.py [--games kuhn_poker,tic_tac_toe] [--num-envs 32] [--updates 5]
+        [--model smollm2-135m] [--threads 0] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from llm_gym.agent import EnvConfig
+from llm_gym.agents.ppo_lora import PPOLoRAAgent, acting
+from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
+from llm_gym.config import to_dict
+from llm_gym.curves import read_scalars
+from llm_gym.evaluation import run_episodes
+from llm_gym.plugins import get_agent
+from llm_gym.runs import Run
+
+
+def play_rate(env: EnvConfig, model: str, num_envs: int, episodes: int, threads: int) -> float:
+    """Greedy score-mode decisions per second of the LM policy (``llm-gym play --agent lm``) at ``num_envs``."""
+    agent = get_agent("lm")
+    policy = agent(agent.Config(model=model, action_mode="score", threads=threads)).policy(env)
+    run_episodes(policy, env, num_envs, seed=1, num_envs=num_envs)  # warm-up: first passes, kernel set-up
+    started = time.perf_counter()
+    results = run_episodes(policy, env, episodes, seed=100, num_envs=num_envs)
+    return sum(r.length for r in results) / (time.perf_counter() - started)
+
+
+def training_rates(config: PPOLoRAConfig, env: EnvConfig, merge: bool = True) -> dict[str, float]:
+    """Env steps per second of a training run (median over its updates but the first) and of its rollouts alone."""
+    acting.ScoreMode.merges_identical = merge
+    try:
+        with tempfile.TemporaryDirectory() as root:
+            run = Run.create(env.env_id, "ppo_lora", to_dict(config), path=Path(root) / "run")
+            try:
+                PPOLoRAAgent(config).train(env, run)
+            finally:
+                run.close()
+            scalars = read_scalars(Path(root) / "run")
+    finally:
+        acting.ScoreMode.merges_identical = True
+    sps, rollout = scalars["charts/sps"][1][1:], scalars["charts/decisions_per_second"][1][1:]
+    update = scalars["charts/update_seconds"][1][1:]
+    return {
+        "env_steps_per_second": float(statistics.median(sps)),
+        "rollout_decisions_per_second": float(statistics.median(rollout)),
+        "update_seconds": float(statistics.median(update)),
+        "updates_measured": len(sps),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", default="kuhn_poker,tic_tac_toe")
+    parser.add_argument("--num-envs", type=int, default=32)
+    parser.add_argument("--group-size", type=int, default=8)
+    parser.add_argument("--num-steps", type=int, default=8, help="Decisions per env per rollout (group: at least).")
+    parser.add_argument("--updates", type=int, default=5)
+    parser.add_argument("--play-episodes", type=int, default=128)
+    parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    results: dict[str, Any] = {
+        "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+                    "load_before": os.getloadavg()[0], "torch": torch.__version__},  # fmt: skip
+        "settings": vars(args) | {"out": str(args.out) if args.out else None},
+        "games": {},
+    }
+    for game in args.games.split(","):
+        env = EnvConfig(f"OpenSpiel-{game}-v0")
+        play = play_rate(env, args.model, args.num_envs, args.play_episodes, args.threads)
+        row: dict[str, Any] = {"play_decisions_per_second": play, "estimators": {}}
+        for estimator in ("group", "gae"):
+            config = PPOLoRAConfig(
+                model=args.model, threads=args.threads, advantage=estimator, num_envs=args.num_envs,
+                group_size=args.group_size, num_steps=args.num_steps,
+                total_steps=args.updates * args.num_envs * args.num_steps, eval_episodes=0, progress=False,
+                checkpoint_every=10**9, video=False,
+            )  # fmt: skip
+            rates = training_rates(config, env)
+            rates["training_over_play"] = rates["env_steps_per_second"] / play
+            if estimator == "group":
+                unmerged = training_rates(config, env, merge=False)
+                rates["unmerged"] = unmerged
+                rates["merging_rollout_speedup"] = (
+                    rates["rollout_decisions_per_second"] / unmerged["rollout_decisions_per_second"]
+                )
+                rates["merging_training_speedup"] = rates["env_steps_per_second"] / unmerged["env_steps_per_second"]
+            row["estimators"][estimator] = rates
+        results["games"][game] = row
+    results["machine"]["load_after"] = os.getloadavg()[0]
+    text = json.dumps(results, indent=2)
+    if args.out:
+        args.out.write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
