@@ -176,6 +176,9 @@ class NanoGPTPPOConfig(AgentConfig):
     # -- evaluation and checkpoints ----------------------------------------------------------------------------
     eval_every: int = training_only(50_000)
     """Evaluate (greedy actions) every this many env steps, and at the end; 0 = only at the end."""
+    eval_at_start: bool = training_only(True)
+    """Also evaluate the untrained network before the first update (on the same seeds as every later evaluation),
+    so a run's summary holds its own before and after."""
     eval_episodes: int = training_only(8)
     """Episodes per evaluation (the same seeds every time, so evaluations compare)."""
     eval_max_steps: int = training_only(4_500)

@@ -107,6 +107,10 @@ def train(
     )
     clock = Clock(counters)
     stopped = False
+    if cfg.eval_at_start and run.resumed_from is None:  # the untrained network: the run's own "before"
+        returns, scores = evaluate(model, env, cfg, sampler)
+        stopped = evaluated(run, callbacks, counters, returns, scores, lambda d: save_network(model, d))
+        progress.console.print(f"step 0: eval return {counters.eval_history[-1][1]:.2f} (n={len(returns)}), untrained")
     with progress:
         while counters.update < num_updates and not stopped:
             lr = cosine_schedule(counters.update, num_updates, cfg.learning_rate, cfg.final_learning_rate)

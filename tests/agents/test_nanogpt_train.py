@@ -60,7 +60,7 @@ def test_smoke_train_on_breakout_ascii_writes_a_playable_run(tmp_path: Path) -> 
     # Trained on the grid it asked for, with the Atari training settings (docs/guides/atari.md).
     trained = {"rows": 12, "cols": 20, "fire_on_reset": True, "terminal_on_life_loss": True}
     assert summary["env_kwargs"] == trained and summary["context"] == 12 * 21
-    assert [entry[0] for entry in summary["eval_history"]] == [128, 256]
+    assert [entry[0] for entry in summary["eval_history"]] == [0, 128, 256]  # the untrained network first
     assert recorder.calls[0] == ("start", 0) and recorder.calls[-1] == ("end", 256)
     assert [c for c in recorder.calls if c[0] == "update"] == [("update", s) for s in (64, 128, 192, 256)]
     assert [name for kind, name in recorder.calls if kind == "checkpoint"][-1] == "step_256"
