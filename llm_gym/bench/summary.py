@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm_gym.bench.comparisons import Comparison, compare
 from llm_gym.bench.references import ATARI_REFERENCES, atari_game
 from llm_gym.bench.stats import Estimate, bootstrap_mean, stratified_bootstrap_iqm, wilson
 from llm_gym.bench.store import EpisodeRow
@@ -138,7 +139,10 @@ class Leaderboard:
     cells: dict[tuple[str, str, str], Cell]
     """(entry, env label, split) -> cell."""
     aggregates: list[Aggregate]
-    """Ranked by the lower bound of the IQM's CI."""
+    """Per entry, over every held-out game it played, in the suite's entry order: not a ranking (entries that
+    played different games do not compare); :attr:`comparisons` ranks."""
+    comparisons: list[Comparison]
+    """Entries ranked against each other only on the envs all of them played (:mod:`llm_gym.bench.comparisons`)."""
     entry_info: dict[str, dict[str, Any]]
     """entry -> {config, checkpoint, training, machine} of the identity shown."""
     zero_shot_gain: dict[str, float]
@@ -210,7 +214,11 @@ def summarise(
                 {s: sum(v) / len(v) for s, v in by_split.items() if v},
             )
         )
-    aggregates.sort(key=lambda a: _lower(a.iqm), reverse=True)
+    labels_by_family: dict[str, list[str]] = defaultdict(list)
+    for label, env in envs.items():
+        labels_by_family[env.family].append(label)
+    heldout = {(e, label): cell.rows for (e, label, split), cell in cells.items() if split == HELDOUT}
+    game_of = {label: env.game for label, env in envs.items()}
     info = {e: dict(entry_info.get((e, hashes[e]), {})) for e in entries}
     wanted = set(trajectory_ids)
     shown: dict[tuple[str, str], tuple[int, str, str, int]] = {}
@@ -224,6 +232,7 @@ def summarise(
         agents=agents,
         cells=cells,
         aggregates=aggregates,
+        comparisons=compare(labels_by_family, game_of, heldout, entries, normalised),
         entry_info=info,
         zero_shot_gain=_zero_shot_gain(entries, info, cells, envs),
         trajectories=sorted(shown.values()),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -48,6 +48,14 @@ def bench(
             "nothing. Add --leaderboard to render the merged store.",
         ),
     ] = None,
+    readme: Annotated[
+        Path | None,
+        typer.Option(
+            "--readme",
+            help="Write the README's results table (the cells benchmarks/readme_results.toml names) from the store "
+            "into this file, between its markers.",
+        ),
+    ] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     as_json: JsonOption = False,
 ) -> None:
@@ -63,6 +71,7 @@ def bench(
         from llm_gym.bench.ray_runner import ray_module
 
         ray_module()  # the one-line install hint before anything runs
+    spec = _readme_spec(readme, chosen.name) if readme is not None else None  # checked before anything is played
     store_path = db or out / "episodes.sqlite"
     for other in merge or ():  # checked before the store is opened, so a refused merge creates no store file
         if not other.is_file():
@@ -91,6 +100,11 @@ def bench(
             from llm_gym.bench.render import render_leaderboard
 
             index = render_leaderboard(store, chosen.name, out)
+        readme_changed = None
+        if readme is not None and spec is not None:
+            from llm_gym.bench.readme import table_from_store, write_into_readme
+
+            readme_changed = write_into_readme(readme, table_from_store(store, spec))
         stored = store.count()
     result = {
         "suite": chosen.name,
@@ -100,6 +114,8 @@ def bench(
     }
     if merged:
         result["merged"] = [dataclasses.asdict(m) for m in merged]
+    if readme_changed is not None:
+        result["readme"] = {"path": str(readme), "changed": readme_changed}
     if report is not None:
         result |= {
             "planned": report.planned,
@@ -131,6 +147,22 @@ def bench(
         )
     if index is not None:
         err_console.print(f"leaderboard: {index.parent / 'leaderboard.md'} and {index}")
+    if readme_changed is not None:
+        err_console.print(f"results table in {readme}: {'rewritten' if readme_changed else 'already up to date'}")
+
+
+def _readme_spec(readme: Path, suite: str) -> Any:
+    """The README table's spec, for this suite, and a README with the markers to write between."""
+    from llm_gym.bench.readme import load_spec, readme_block
+
+    spec = load_spec()
+    if spec.suite != suite:
+        raise ConfigError(f"--readme: the README's results come from suite {spec.suite!r}, not {suite!r}")
+    if not readme.is_file() or readme_block(readme) is None:
+        raise ConfigError(
+            f"--readme {readme}: no such file with a generated results table (see llm_gym/bench/readme.py)"
+        )
+    return spec
 
 
 def _check_play_options(play: bool, render_only: bool, *, ray: bool, workers: int | None, record: bool) -> None:

@@ -17,7 +17,11 @@ th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; }
 th { background: #f3f5f8; } tr:nth-child(even) td { background: #fafbfc; }
 .note { color: #555; font-size: .92em; max-width: 70em; }
 figure { margin: 1em 0; } figure img { max-width: 100%; }
+.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(360px, 1fr)); gap: .5em 1.5em; }
+.grid figure { margin: 0; }
 """
+GRIDS = ("training",)
+"""Sections whose plots are laid out in a grid rather than one per row."""
 
 
 def table_html(table: Table) -> str:
@@ -33,6 +37,10 @@ def table_html(table: Table) -> str:
             text = html.escape(cell)
             if (i, j) in table.links:
                 text = f'<a href="{html.escape(table.links[(i, j)])}">{text}</a>'
+            if (i, j) in table.link_lists:
+                text = " · ".join(
+                    f'<a href="{html.escape(href)}">{html.escape(name)}</a>' for name, href in table.link_lists[(i, j)]
+                )
             out.append(f"<td>{text}</td>")
         out.append("</tr>")
     out.append("</tbody></table>")
@@ -48,8 +56,12 @@ def render_html(
         if not chosen and not plots.get(family):
             continue
         body.append(f"<h2>{html.escape(section)}</h2>")
-        for plot in plots.get(family, []):
-            body.append(f'<figure><img src="plots/{html.escape(plot.name)}" alt="{html.escape(plot.stem)}"></figure>')
+        figures = [
+            f'<figure><img src="plots/{html.escape(plot.name)}" alt="{html.escape(plot.stem)}"></figure>'
+            for plot in plots.get(family, [])
+        ]
+        # Small plots of one kind (a learning curve per run) side by side, as many per row as the page holds.
+        body.append(f'<div class="grid">{"".join(figures)}</div>' if family in GRIDS else "".join(figures))
         body += [table_html(t) for t in chosen]
     body.append(f'<p class="note">{html.escape(footer)}</p>')
     page = (

@@ -15,7 +15,7 @@ from pathlib import Path
 from llm_gym.bench.render.tables import Table
 
 SECTIONS = {
-    "aggregate": "Aggregate",
+    "aggregate": "Comparisons: entries ranked only on the envs all of them played",
     "atari": "Atari",
     "openspiel": "OpenSpiel (opponent ladder)",
     "trace": "Trace",
@@ -48,10 +48,23 @@ def table_markdown(table: Table) -> str:
     lines.append("|" + "|".join(" --- " for _ in table.header) + "|")
     for i, row in enumerate(table.rows):
         cells = [
-            f"[{_cell(c)}]({_target(table.links[(i, j)])})" if (i, j) in table.links else _cell(c)
+            " · ".join(f"[{_cell(name)}]({_target(href)})" for name, href in table.link_lists[(i, j)])
+            if (i, j) in table.link_lists
+            else f"[{_cell(c)}]({_target(table.links[(i, j)])})"
+            if (i, j) in table.links
+            else _cell(c)
             for j, c in enumerate(row)
         ]
         lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _image_grid(images: Sequence[str], columns: int) -> str:
+    """Images in a table without a header text, ``columns`` to a row (GitHub shows them side by side)."""
+    lines = ["|" + " |" * columns, "|" + " --- |" * columns]
+    for start in range(0, len(images), columns):
+        row = list(images[start : start + columns]) + [""] * (columns - len(images[start : start + columns]))
+        lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -62,8 +75,11 @@ def render_markdown(header: str, tables: Sequence[Table], plots: dict[str, list[
         if not chosen and not plots.get(family):
             continue
         parts.append(f"## {title}\n")
-        for plot in plots.get(family, []):
-            parts.append(f"![{escape_markdown(plot.stem)}](plots/{_target(plot.name)})\n")
+        images = [f"![{escape_markdown(plot.stem)}](plots/{_target(plot.name)})" for plot in plots.get(family, [])]
+        if family == "training" and len(images) > 1:  # learning curves side by side, three to a row
+            parts.append(_image_grid(images, 3))
+        else:
+            parts += [f"{image}\n" for image in images]
         parts += [table_markdown(t) for t in chosen]
     parts.append(footer)
     out.write_text("\n".join(parts))

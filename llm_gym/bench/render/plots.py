@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from llm_gym.bench.render.tables import FAMILY_NAMES
 from llm_gym.bench.suite import HELDOUT
 from llm_gym.bench.summary import Leaderboard
 
@@ -22,7 +23,9 @@ def _pyplot():
 
 def _save(fig, path: Path) -> Path:
     fig.savefig(path, format="svg", bbox_inches="tight", metadata={"Date": None})
-    fig.clf()
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)  # pyplot keeps every figure it made until closed: a leaderboard makes dozens
     return path
 
 
@@ -33,20 +36,34 @@ def _err(value: float, low: float, high: float) -> tuple[float, float]:
 
 
 def aggregate_plot(board: Leaderboard, path: Path) -> Path | None:
-    """IQM of normalised scores per entry with its stratified-bootstrap 95% CI."""
-    shown = [a for a in board.aggregates if a.iqm.n]
+    """One panel per ranked comparison (entries that played the same envs), in a grid of two columns: each entry's
+    IQM of normalised scores on those envs with its stratified-bootstrap 95% CI. Entries of different panels are
+    not compared."""
+    shown = [c for c in board.comparisons if c.ranked and any(s.iqm.n for s in c.standings)]
     if not shown:
         return None
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.5, 0.45 * len(shown) + 1.2))
-    names = [a.entry for a in shown][::-1]
-    values = [a.iqm.value for a in shown][::-1]
-    errors = list(zip(*[_err(a.iqm.value, a.iqm.low, a.iqm.high) for a in shown][::-1], strict=True))
-    ax.errorbar(values, range(len(names)), xerr=errors, fmt="o", color="#1f5fa8", capsize=3)
-    ax.set_yticks(range(len(names)), names)
-    ax.axvline(0.0, color="#999", linewidth=0.8)
-    ax.set_xlabel("IQM of normalised score (95% stratified bootstrap CI)")
-    ax.grid(axis="x", alpha=0.3)
+    columns = min(2, len(shown))
+    rows = math.ceil(len(shown) / columns)
+    tallest = [max(len(c.standings) for c in shown[r * columns : (r + 1) * columns]) for r in range(rows)]
+    fig, axes = plt.subplots(
+        rows, columns, figsize=(7.0 * columns, sum(0.32 * n + 1.1 for n in tallest)), squeeze=False,
+        gridspec_kw={"height_ratios": [0.32 * n + 1.1 for n in tallest]},
+    )  # fmt: skip
+    for ax, comparison in zip(axes.flat, shown, strict=False):
+        standings = [s for s in comparison.standings if s.iqm.n][::-1]
+        values = [s.iqm.value for s in standings]
+        errors = list(zip(*[_err(s.iqm.value, s.iqm.low, s.iqm.high) for s in standings], strict=True))
+        ax.errorbar(values, range(len(standings)), xerr=errors, fmt="o", color="#1f5fa8", capsize=3)
+        ax.set_yticks(range(len(standings)), [s.entry for s in standings], fontsize="small")
+        ax.set_ylim(-0.6, len(standings) - 0.4)
+        ax.axvline(0.0, color="#999", linewidth=0.8)
+        ax.set_title(comparison.describe(FAMILY_NAMES, most=2), fontsize="small", loc="left")
+        ax.set_xlabel("IQM of normalised score (95% CI)", fontsize="small")
+        ax.grid(axis="x", alpha=0.3)
+    for ax in list(axes.flat)[len(shown) :]:
+        ax.set_visible(False)
+    fig.tight_layout()
     return _save(fig, path)
 
 

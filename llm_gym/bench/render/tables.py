@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from llm_gym.bench.comparisons import SUITE
 from llm_gym.bench.references import ATARI_REFERENCES, atari_game
 from llm_gym.bench.render.viewer import viewer_link
 from llm_gym.bench.suite import HELDOUT, TRAIN
@@ -21,44 +22,64 @@ class Table:
     note: str = ""
     links: dict[tuple[int, int], str] = field(default_factory=dict)
     """(row, column) -> relative link for that cell."""
+    link_lists: dict[tuple[int, int], list[tuple[str, str]]] = field(default_factory=dict)
+    """(row, column) -> several (text, relative link) shown in that cell instead of its text."""
 
 
-def aggregate_table(board: Leaderboard) -> Table:
+FAMILY_NAMES = {SUITE: "Whole suite", "atari": "Atari", "openspiel": "OpenSpiel", "trace": "Trace"}
+
+
+def comparison_tables(board: Leaderboard) -> list[Table]:
+    """One table per comparison (:mod:`llm_gym.bench.comparisons`): entries ranked only on envs all of them
+    played; a comparison of one entry is shown unranked."""
+    tables = []
+    for comparison in board.comparisons:
+        rows = []
+        for rank, standing in enumerate(comparison.standings, 1):
+            rows.append([
+                str(rank) if comparison.ranked else "–", standing.entry, board.agents[standing.entry],
+                standing.iqm.format(3), str(standing.games), str(standing.iqm.n),
+                "" if standing.own else "yes",
+            ])  # fmt: skip
+        labels = comparison.labels
+        what = "ranked" if comparison.ranked else "one entry, nothing to rank it against"
+        tables.append(Table(
+            comparison.describe(FAMILY_NAMES),
+            ["rank", "entry", "agent", "IQM normalised score [95% CI]", "games", "episodes", "played more envs"],
+            rows,
+            "aggregate",
+            f"{what.capitalize()} on the {len(labels)} held-out env(s) every entry here played"
+            + (f" ({', '.join(labels)})" if len(labels) > 3 and len(labels) < comparison.scope_size else "")
+            + (", by the lower bound of the IQM's 95% CI. Played more envs: also played other envs of this "
+               "family, left out here." if comparison.ranked else "."),
+        ))  # fmt: skip
+    return tables
+
+
+def entries_table(board: Leaderboard) -> Table:
+    """What each entry played, with its train/held-out gap and its gain over the zero-shot model: not a ranking."""
     rows = []
-    for rank, agg in enumerate(board.aggregates, 1):
+    for agg in board.aggregates:
         splits = agg.mean_normalised_by_split
         gap = f"{splits[TRAIN] - splits[HELDOUT]:+.3f}" if TRAIN in splits and HELDOUT in splits else "–"
         gain = board.zero_shot_gain.get(agg.entry)
-        rows.append(
-            [
-                str(rank),
-                agg.entry,
-                board.agents[agg.entry],
-                agg.iqm.format(3),
-                str(agg.games),
-                str(agg.iqm.n),
-                gap,
-                "–" if gain is None else f"{gain:+.3f}",
-            ]
+        played = [e for e in board.envs if (agg.entry, e.label, HELDOUT) in board.cells]
+        families = ", ".join(
+            f"{FAMILY_NAMES.get(family, family)} {sum(e.family == family for e in played)}/"
+            f"{sum(e.family == family for e in board.envs)}"
+            for family in dict.fromkeys(e.family for e in played)
         )
+        rows.append([agg.entry, board.agents[agg.entry], families or "–", str(agg.iqm.n), gap,
+                     "–" if gain is None else f"{gain:+.3f}"])  # fmt: skip
     return Table(
-        "Aggregate (held-out split)",
-        [
-            "rank",
-            "entry",
-            "agent",
-            "IQM normalised score [95% CI]",
-            "games",
-            "episodes",
-            "train − held-out",
-            "gain vs zero-shot",
-        ],
+        "Entries (not ranked)",
+        ["entry", "agent", "envs played (held-out)", "episodes", "train − held-out", "gain vs zero-shot"],
         rows,
         "aggregate",
-        "IQM over every held-out episode of the games an entry played (normalised: Atari human-normalised, OpenSpiel "
-        "score, Trace partial credit); 95% CI by stratified bootstrap over games (rliable's estimator, implemented "
-        "with NumPy/SciPy). Ranked by the CI's lower bound. Entries that played different games are not directly "
-        "comparable: see the games column and the per-family tables.",
+        "Which envs each entry played; entries are ranked only in the comparisons above, on envs all of them played. "
+        "Train − held-out: mean normalised score on the training seeds minus on the held-out ones (checkpoints). Gain "
+        "vs zero-shot: mean normalised score minus that of the same base model zero-shot, on the held-out envs both "
+        "played.",
     )
 
 
@@ -84,6 +105,8 @@ def atari_tables(board: Leaderboard) -> list[Table]:
         note = f"{env.env_id} {_args(env.args)}"
         if ref:
             note += f"; human-normalised with random {ref.random:g}, human {ref.human:g} ({ref.source})"
+        if "vision" in env.env_id.lower():
+            note += ". " + vision_note(board, env.label)
         tables.append(
             Table(
                 env.label,
@@ -103,6 +126,33 @@ def atari_tables(board: Leaderboard) -> list[Table]:
             )
         )
     return tables
+
+
+TEXT_MODELS = frozenset({"smollm2-135m"})
+"""Language models known to read text only (the default model); a vision env's image is not theirs to see."""
+
+
+def vision_note(board: Leaderboard, label: str) -> str:
+    """What a vision env's rows read: a language model sees the image only if it is an image-text model. Said out
+    loud where none is on the leaderboard, rather than left as rows that are silently missing."""
+    models = {
+        str(model)
+        for entry in board.entries
+        if (entry, label, HELDOUT) in board.cells
+        and (model := (board.entry_info.get(entry, {}).get("config") or {}).get("model")) is not None
+    }
+    if models - TEXT_MODELS:
+        return f"Language models here: {', '.join(sorted(models))}."
+    read = (
+        f"the language-model rows ({', '.join(sorted(models))}, a text model) read the observation's text only"
+        if models
+        else "no language model played it"
+    )
+    return (
+        f"The observation is an image and its text; {read}. No image-text model (VLM) is on this leaderboard: no "
+        "such model's weights can be had offline on the machines that made it (the reflection agent takes one "
+        "where a user has the weights, docs/guides/reflection.md)."
+    )
 
 
 def openspiel_tables(board: Leaderboard) -> list[Table]:
@@ -208,7 +258,7 @@ def training_table(board: Leaderboard) -> Table | None:
         "Checkpoint entries: how they were trained (from the run's summary and TensorBoard scalars, copied into the "
         "store when benchmarked; the plots above are the learning curves). Gain vs zero-shot: mean human-normalised "
         "(Atari) or normalised score minus that of the same base model zero-shot, over the held-out envs both played. "
-        "The train − held-out gap is in the aggregate table.",
+        "The train − held-out gap is in the entries table.",
     )
 
 
@@ -227,25 +277,32 @@ def _args_suffix(kwargs: dict) -> str:
 
 
 def trajectory_table(board: Leaderboard) -> Table | None:
+    """One row per entry: a link to its recorded episode on each env it was recorded on."""
     if not board.trajectories:
         return None
-    rows, links = [], {}
-    for i, (episode_id, entry, label, seed) in enumerate(board.trajectories):
-        rows.append([entry, label, str(seed), f"episode {episode_id}"])
-        links[(i, 3)] = viewer_link(episode_id)
+    by_entry: dict[str, list[tuple[str, str]]] = {}
+    for episode_id, entry, label, _seed in board.trajectories:
+        by_entry.setdefault(entry, []).append((label, viewer_link(episode_id)))
+    order = {label: i for i, label in enumerate(e.label for e in board.envs)}
+    rows, link_lists = [], {}
+    for i, entry in enumerate(e for e in board.entries if e in by_entry):
+        episodes = sorted(by_entry[entry], key=lambda item: order.get(item[0], len(order)))
+        rows.append([entry, str(len(episodes)), ""])
+        link_lists[(i, 2)] = episodes
     return Table(
         "Recorded trajectories",
-        ["entry", "env", "seed", "viewer"],
+        ["entry", "envs", "step through its first recorded episode on"],
         rows,
         "trajectories",
         "Step through an episode: observation, legal actions with the policy's probabilities (exact in score mode), "
         "the chosen action, reward and value estimate where the policy has one.",
-        links,
+        link_lists=link_lists,
     )
 
 
 def all_tables(board: Leaderboard) -> list[Table]:
-    tables = [aggregate_table(board), *atari_tables(board), *openspiel_tables(board), *trace_tables(board)]
+    tables = [*comparison_tables(board), entries_table(board), *atari_tables(board), *openspiel_tables(board)]
+    tables += trace_tables(board)
     tables += [t for t in (training_table(board), trajectory_table(board)) if t is not None]
     return tables
 

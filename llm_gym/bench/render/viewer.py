@@ -4,7 +4,9 @@
 script tag, which browsers allow from ``file://`` too, so the leaderboard works straight from disk. The page steps
 through the episode: the observation, every legal action with the policy's probability (exact in score mode;
 uniform for ``random``), the chosen action, the reward, the running return and the value estimate where the policy
-has one (and then a chart of it over the episode, marking the current step). Keys: left/right arrows. The viewer is written once, not copied into every episode's page.
+has one (and then a chart of it over the episode, its axes labelled, marking the current step). Observation text
+wraps rather than being cut at the column's edge. Keys: left/right arrows. The viewer is written once, not copied
+into every episode's page.
 """
 
 from __future__ import annotations
@@ -26,23 +28,46 @@ document.getElementById('summary').textContent = data.summary;
 const steps = data.steps;
 const slider = document.getElementById('step');
 slider.max = Math.max(0, steps.length - 1);
-// The value estimate over the episode (policies with a value head): one polyline, a marker at the current step.
+// The value estimate over the episode (policies with a value head): one polyline with labelled axes (the value on
+// the left, the step below), a marker at the current step.
 const valued = steps.map((s, k) => [k, s.value]).filter(p => typeof p[1] === 'number');
 const chart = document.getElementById('values');
 let marker = null;
 if (valued.length) {
-  const W = 600, H = 90, lo = Math.min(...valued.map(p => p[1])), hi = Math.max(...valued.map(p => p[1]));
-  const x = k => 4 + (W - 8) * k / Math.max(1, steps.length - 1);
-  const y = v => H - 4 - (H - 8) * (hi > lo ? (v - lo) / (hi - lo) : 0.5);
+  const W = 640, H = 150, L = 64, R = 12, T = 10, B = 34;
+  const lo = Math.min(...valued.map(p => p[1])), hi = Math.max(...valued.map(p => p[1]));
+  const last = Math.max(1, steps.length - 1);
+  const x = k => L + (W - L - R) * k / last;
+  const y = v => H - B - (H - T - B) * (hi > lo ? (v - lo) / (hi - lo) : 0.5);
   const ns = 'http://www.w3.org/2000/svg';
-  const line = document.createElementNS(ns, 'polyline');
-  line.setAttribute('points', valued.map(p => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(' '));
-  line.setAttribute('fill', 'none'); line.setAttribute('stroke', '#1f5fa8');
-  marker = document.createElementNS(ns, 'line');
-  marker.setAttribute('y1', 0); marker.setAttribute('y2', H); marker.setAttribute('stroke', '#c0392b');
-  chart.append(line, marker);
+  const make = (tag, attrs, text) => {
+    const node = document.createElementNS(ns, tag);
+    for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+    if (text !== undefined) node.textContent = text;
+    return node;
+  };
+  const axes = [make('line', {x1: L, y1: T, x2: L, y2: H - B, stroke: '#888'}),
+                make('line', {x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: '#888'})];
+  const ticks = [];
+  for (const v of (hi > lo ? [lo, (lo + hi) / 2, hi] : [lo])) {
+    ticks.push(make('line', {x1: L - 4, y1: y(v), x2: L, y2: y(v), stroke: '#888'}));
+    ticks.push(make('text', {x: L - 7, y: y(v) + 4, 'text-anchor': 'end', 'font-size': 11}, v.toFixed(3)));
+  }
+  for (const k of [...new Set([0, Math.round(last / 2), last])]) {
+    ticks.push(make('line', {x1: x(k), y1: H - B, x2: x(k), y2: H - B + 4, stroke: '#888'}));
+    ticks.push(make('text', {x: x(k), y: H - B + 16, 'text-anchor': 'middle', 'font-size': 11}, String(k + 1)));
+  }
+  const titles = [make('text', {x: (L + W - R) / 2, y: H - 3, 'text-anchor': 'middle', 'font-size': 11}, 'step'),
+                  make('text', {x: 12, y: (T + H - B) / 2, 'text-anchor': 'middle', 'font-size': 11,
+                                transform: `rotate(-90 12 ${(T + H - B) / 2})`}, 'value estimate')];
+  const line = make('polyline', {points: valued.map(p => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(' '),
+                                 fill: 'none', stroke: '#1f5fa8'});
+  marker = make('line', {y1: T, y2: H - B, stroke: '#c0392b'});
+  chart.append(...axes, ...ticks, ...titles, line, marker);
   chart.setAttribute('viewBox', `0 0 ${W} ${H}`);
-  document.getElementById('valuerange').textContent = `value estimate per step, ${lo.toFixed(3)} to ${hi.toFixed(3)}`;
+  chart.setAttribute('width', W); chart.setAttribute('height', H);
+  document.getElementById('valuerange').textContent =
+    `the policy's value estimate at each step, ${lo.toFixed(3)} to ${hi.toFixed(3)}; the red line is the step shown`;
   marker.x = x;
 } else {
   chart.style.display = 'none';
@@ -101,8 +126,9 @@ if (episode && /^[0-9]+$/.test(episode)) {
 
 _STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em auto; max-width: 1100px; padding: 0 1em; }
-pre { background: #f6f8fa; padding: .8em; overflow-x: auto; max-height: 32em; }
+pre { background: #f6f8fa; padding: .8em; white-space: pre-wrap; overflow-wrap: anywhere; }
 .cols { display: flex; gap: 2em; flex-wrap: wrap; } .cols > div { flex: 1; min-width: 20em; }
+.cols > div.observation { flex: 3; min-width: 48em; } .cols > div.decision { flex: 2; }
 table { border-collapse: collapse; } td { border-bottom: 1px solid #eee; padding: 2px 8px; }
 tr.chosen td { background: #e3efff; font-weight: 600; }
 .bar { display: inline-block; height: 10px; background: #1f5fa8; }
@@ -125,11 +151,11 @@ def write_viewer(directory: Path) -> Path:
 <p id="summary"></p>
 <p><button id="prev">&larr; prev</button> <input id="step" type="range" min="0" value="0" style="width:60%">
 <button id="next">next &rarr;</button> <span id="where"></span></p>
-<svg id="values" width="600" height="90" role="img" aria-label="value estimate per step"></svg>
+<svg id="values" width="640" height="150" role="img" aria-label="value estimate per step"></svg>
 <p id="valuerange"></p>
 <div class="cols">
-<div><h3>Observation</h3><pre id="obs"></pre><pre id="extra"></pre></div>
-<div><h3>Decision</h3><ul id="facts"></ul>
+<div class="observation"><h3>Observation</h3><pre id="obs"></pre><pre id="extra"></pre></div>
+<div class="decision"><h3>Decision</h3><ul id="facts"></ul>
 <table><thead><tr><th>legal action</th><th>probability</th><th></th></tr></thead><tbody id="legal"></tbody></table></div>
 </div>
 <script>{_SCRIPT}</script>
