@@ -166,6 +166,8 @@ def train(
         _write_iteration(run, zero_shot)
         run.log_scalars(0, {"eval/mean_return": zero_shot["eval"]["mean_return"]})
         history.append(zero_shot)
+        if config.progress:
+            _print_evaluation("before training", zero_shot["eval"], config)
 
     for iteration in range(start, config.iterations + 1):
         started = time.perf_counter()
@@ -274,6 +276,8 @@ def train(
     # -- summary -----------------------------------------------------------------------------------------------
     plot = plot_rewards(history, run.path / "reward_over_iterations.png", env.env_id)
     evals = [h for h in history if "eval" in h]
+    if config.progress and len(evals) > 1:
+        _print_evaluation(f"after iteration {evals[-1]['iteration']}", evals[-1]["eval"], config)
     trials = [h for h in history if "trial" in h]
     summary = {
         "agent": agent,
@@ -348,6 +352,19 @@ def _write_iteration(
             }
             handle.write(json.dumps(record) + "\n")
     write_json_atomic(directory / "results.json", results)
+
+
+def _print_evaluation(when: str, evaluation: dict[str, Any], config: ReflectionConfig) -> None:
+    """One line: the greedy evaluation's mean return with its 95% interval, on which held-out games."""
+    from rich.console import Console
+
+    games = len(evaluation["returns"])
+    Console().print(
+        f"{when}: greedy return {evaluation['mean_return']:.2f} ± {evaluation['ci95']:.2f} (95% CI) on {games} "
+        f"held-out games (seeds {config.eval_seed}-{config.eval_seed + games - 1}, cut at {eval_max_steps(config)} "
+        "steps)",
+        highlight=False,
+    )
 
 
 def _print_iteration(results: dict[str, Any]) -> None:

@@ -42,11 +42,12 @@ class EvaluationRecord:
 
 
 def _row(label: str, record: EvaluationRecord) -> list[str]:
+    mean_return, return_ci = mean_ci95(record.returns)
     mean, ci = mean_ci95(record.scores)
-    cells = [label, str(len(record.scores)), f"{mean:.2f} ± {ci:.2f}"]
+    cells = [label, str(len(record.scores)), f"{mean_return:.2f} ± {return_ci:.2f}", f"{mean:.2f} ± {ci:.2f}"]
     for score in (1.0, 0.0):
         share, low, high = record.rate(score)
-        cells.append(f"{record.count(score)} ({share:.0%}) [{low:.0%}, {high:.0%}]")
+        cells.append(f"{share:.0%} [{100 * low:.0f}-{100 * high:.0f}]")
     return cells
 
 
@@ -60,15 +61,18 @@ def row_label(record: EvaluationRecord, final: bool) -> str:
 
 def print_report(summary: Mapping[str, Any], evaluations: Sequence[EvaluationRecord]) -> None:
     """The before/after table, the validation loss, the checkpoint and the plot's path."""
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
     console = Console()
     if evaluations:
         table = Table(
-            "greedy evaluation", "episodes", "mean score (95% CI)", "score 1: win / exact [95% CI]",
-            "score 0: loss / miss [95% CI]", title=f"sft on {summary['env_id']} (held-out seeds)",
+            "greedy play", "n", "mean return", "mean score", "score 1 (win)", "score 0",
+            title=f"sft on {summary['env_id']}: held-out seeds, 95% intervals", box=box.SIMPLE_HEAD,
+            pad_edge=False, collapse_padding=True,
         )  # fmt: skip
+        table.columns[0].no_wrap = True
         first, last = evaluations[0], evaluations[-1]
         if last is not first:
             table.add_row(*_row(row_label(first, final=False), first))
@@ -80,9 +84,9 @@ def print_report(summary: Mapping[str, Any], evaluations: Sequence[EvaluationRec
             f"validation demos: answer loss {validation['val/answer_loss']:.3f}, "
             f"mean probability of the demo answer {validation['val/answer_prob']:.2f}"
         )
-    console.print(f"checkpoint: {summary['checkpoint']}")
+    console.print(f"checkpoint: {summary['checkpoint']}", soft_wrap=True)  # a path to copy: never broken
     if summary.get("plot"):
-        console.print(f"plot: {summary['plot']}")
+        console.print(f"plot: {summary['plot']}", soft_wrap=True)
 
 
 def write_plot(run: Run, evaluations: Sequence[EvaluationRecord]) -> Path:

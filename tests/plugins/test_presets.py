@@ -11,9 +11,9 @@ import gymnasium as gym
 import pytest
 
 from llm_gym.config import load_config_file
-from llm_gym.errors import ConfigError
+from llm_gym.errors import ConfigError, UnknownNameError
 from llm_gym.plugins import agents, get_agent
-from llm_gym.presets import agent_presets, read_preset
+from llm_gym.presets import agent_presets, get_preset, read_preset
 from llm_gym.testing import error_line, invoke
 
 AGENT_PLUGIN = """
@@ -46,6 +46,8 @@ AGENT_PLUGIN = """
     def register_agents(register):
         register(EchoAgent)
 """
+
+LEARNERS_WITH_QUICK = ("sft", "nanogpt_ppo", "reflection", "curriculum")
 
 QUICK = """
 description = "Always action 1 on Kuhn poker: the smallest run there is"
@@ -81,6 +83,17 @@ def test_every_shipped_preset_reads_and_applies() -> None:
             assert isinstance(config, cls.Config), (name, preset.name)
             assert preset.env is None or preset.env in gym.registry, (name, preset.name, preset.env)
             assert load_config_file(preset.source) == dict(preset.config)  # a preset file is a --config file too
+
+
+def test_the_learners_ship_a_quick_preset() -> None:
+    for name in LEARNERS_WITH_QUICK:
+        quick = get_preset(get_agent(name), "quick")
+        assert quick.env is not None and "minutes" in quick.description, (name, quick.description)
+    from llm_gym.agents.curriculum.train import base_agent
+
+    curriculum = get_agent("curriculum")
+    learner = base_agent(get_preset(curriculum, "quick").apply(curriculum))  # its base_config is the learner's own
+    assert learner.config.eval_episodes > 0  # a before and an after
 
 
 def test_a_third_party_agent_ships_presets_beside_its_module(install_plugin, tmp_path: Path) -> None:
@@ -133,3 +146,8 @@ def test_malformed_preset_files_name_the_file(tmp_path: Path) -> None:
         with pytest.raises(ConfigError, match=r"preset file .*bad\.toml") as caught:
             read_preset(path)
         assert said in str(caught.value), (text, caught.value)
+
+
+def test_unknown_preset_names_the_known_ones() -> None:
+    with pytest.raises(UnknownNameError, match="did you mean 'quick'"):
+        get_preset(get_agent("sft"), "quik")
