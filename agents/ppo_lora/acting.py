@@ -39,7 +39,7 @@ from llm_gym.lm.packing import PackedBatch
 from llm_gym.lm.policy import with_action_bias
 from llm_gym.lm.prompts import Turns
 from llm_gym.lm.scoring import categorical_entropy, categorical_kl, categorical_logprobs, choice_table
-from llm_gym.rl import PPOLosses, ppo_losses
+from llm_gym.rl import PPOLosses, ppo_losses, target_policy_loss
 
 
 @dataclass
@@ -99,6 +99,8 @@ class Stored:
     logprob: list[float]
     token_logprobs: list[torch.Tensor]
     reference: list[torch.Tensor]
+    probs: list[torch.Tensor]
+    """Score mode: per decision, the rollout policy's probability of each choice."""
     advantages: torch.Tensor
     returns: torch.Tensor
     old_values: torch.Tensor
@@ -268,6 +270,14 @@ class ScoreMode:
         losses = _ppo(
             config, entropy_coef, new, old, stored.advantages, values, stored.old_values, stored.returns, entropy
         )
+        if config.policy_loss == "target":  # the improvement step's cross-entropy instead of the clipped ratio
+            old_probs = torch.zeros_like(logp)
+            for i, row in enumerate(stored.probs):
+                old_probs[i, : len(row)] = row.to(device, old_probs.dtype)
+            choice = torch.tensor(stored.choice, device=device)
+            target = target_policy_loss(logp, old_probs, choice, stored.advantages, config.target_temperature)
+            losses.loss = losses.loss - losses.policy_loss + target
+            losses.policy_loss = target
         kl = torch.zeros((), device=device)
         if stored.reference[0].numel():
             lengths = torch.tensor([len(r) for r in stored.reference], device=device)

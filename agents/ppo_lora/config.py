@@ -135,6 +135,15 @@ class PPOLoRAConfig(LocalLMConfig):
     """Discount."""
     gae_lambda: float = training_only(0.95)
     """GAE lambda."""
+    policy_loss: Literal["clip", "target"] = training_only("clip")
+    """clip: PPO's clipped ratio loss. target (score mode): the cross-entropy to the improved distribution, the old
+    policy with the taken action's probability times exp(advantage / target_temperature) (a KL-regularised
+    improvement step, as MPO and AWR take): an action that did better than expected is pulled up however unlikely it
+    was, and one that did worse is pushed down by at most its own probability. Why it exists:
+    docs/guides/groups.md, "Why a target loss"."""
+    target_temperature: float = training_only(1.0)
+    """policy_loss=target: the temperature of the improvement step, in units of the (normalised) advantage: lower
+    moves each update further towards the better action."""
     clip_coef: float = training_only(0.2)
     """PPO ratio clip."""
     value_clip_coef: float = training_only(0.2)
@@ -216,8 +225,8 @@ class PPOLoRAConfig(LocalLMConfig):
     """Small OpenSpiel games against the random opponent: each evaluation also computes the greedy policy's exact
     expected return and win/draw/loss over every chance and opponent move, the worst case against an adversary
     (perfect information) or the exploitability (poker) (llm_gym/exact.py, as ``llm-gym play --exact``); logged as
-    ``eval/exact_*``, the last one in the summary. Kuhn poker asks the policy about 12 positions, tic-tac-toe about
-    2,000."""
+    ``eval/exact_*``, the last one in the summary; with eval_episodes=0 the evaluations are the exact ones alone. Kuhn
+    poker asks the policy about 12 positions, tic-tac-toe about 2,000."""
     video: bool = training_only(True)
     """Record the first evaluation episode as an mp4 where the env renders frames."""
     checkpoint_every: int = training_only(2048)
@@ -254,6 +263,13 @@ class PPOLoRAConfig(LocalLMConfig):
             )
         if self.uses_groups:
             self._check_groups()
+        if self.policy_loss == "target" and self.action_mode != "score":
+            raise ValueError(
+                "policy_loss=target improves the distribution over the legal actions: it needs action_mode=score "
+                "(generate mode samples tokens, with no distribution over actions to improve); use policy_loss=clip"
+            )
+        if self.target_temperature <= 0:
+            raise ValueError(f"target_temperature must be > 0, got {self.target_temperature}")
         if not 0 < self.rollout_memory_share < 1 or self.rollout_kv_cache_gib <= 0:
             raise ValueError("rollout_memory_share must be in (0, 1) and rollout_kv_cache_gib > 0")
         for name in ("trainable_layers", "value_warmup_updates", "start_spread", "entropy_coef", "entropy_target",

@@ -202,8 +202,6 @@ def evaluate_both(
         counters.global_step,
         {"eval/sampled_mean_return": mean, "eval/sampled_ci95": ci, "eval/sampled_mean_score": score},
     )
-    if config.eval_exact:
-        evaluate_exactly(ac, strategy, env, run, counters)
     return evaluate(ac, strategy, env, config, run, step, renders, sampler=sampler)
 
 
@@ -277,10 +275,14 @@ def train(
         engine = engine or RolloutEngine.start(config)
         engine.sync(ac)  # the adapter the run starts from (fresh, warm-started or resumed)
     training.training_started(callbacks, env.env_id, config, counters)
-    if not resume and config.eval_episodes > 0:  # the untrained adapter, for the curve's first point
-        training.record_evaluation(
-            run, counters, *evaluate_both(ac, strategy, env, config, run, counters, traits.renders_frames, sampler)
-        )
+    evaluates = config.eval_episodes > 0 or config.eval_exact
+    if not resume and evaluates:  # the untrained adapter, for the curve's first point
+        if config.eval_exact:
+            evaluate_exactly(ac, strategy, env, run, counters)
+        if config.eval_episodes > 0:
+            training.record_evaluation(
+                run, counters, *evaluate_both(ac, strategy, env, config, run, counters, traits.renders_frames, sampler)
+            )
 
     def save(directory: Path, envs: dict[str, Any] | None = None) -> None:
         envs = envs if envs is not None else stepper.state_dict()
@@ -399,14 +401,15 @@ def train(
             stopped = training.update_done(callbacks, counters, scalars)
             last = stopped or counters.global_step >= config.total_steps
             # -- evaluation (greedy and sampled), best checkpoint --------------------------------------------------------
-            if config.eval_episodes > 0 and (
-                last or training.crossed(step_before, counters.global_step, config.eval_every)
-            ):
-                returns_, scores = evaluate_both(
-                    ac, strategy, env, config, run, counters, traits.renders_frames, sampler
-                )
-                stopped |= training.evaluated(run, callbacks, counters, returns_, scores, save)
-                last = last or stopped
+            if evaluates and (last or training.crossed(step_before, counters.global_step, config.eval_every)):
+                if config.eval_exact:
+                    evaluate_exactly(ac, strategy, env, run, counters)
+                if config.eval_episodes > 0:
+                    returns_, scores = evaluate_both(
+                        ac, strategy, env, config, run, counters, traits.renders_frames, sampler
+                    )
+                    stopped |= training.evaluated(run, callbacks, counters, returns_, scores, save)
+                    last = last or stopped
             # -- checkpoint (atomic): everything --resume needs ----------------------------------------------
             if last or training.crossed(step_before, counters.global_step, config.checkpoint_every):
                 training.checkpointed(run, callbacks, counters, config.keep_checkpoints, save)

@@ -22,7 +22,7 @@ from llm_gym.agents.ppo_lora.rollout import Rollout
 from llm_gym.lm.packing import PackedBatch
 from llm_gym.rl import PPOLosses
 
-STORED = ("choice", "logprob", "token_logprobs", "reference")
+STORED = ("choice", "logprob", "token_logprobs", "reference", "probs")
 """What each decision keeps for :class:`Stored`, in its field order."""
 
 
@@ -38,6 +38,7 @@ def _flatten(rollout: Rollout) -> dict[str, list]:
             flat["logprob"].append(float(d.logprob[i]))
             flat["token_logprobs"].append(d.token_logprobs[i])
             flat["reference"].append(d.reference[i])
+            flat["probs"].append(d.probs[i])
             flat["key"].append(row_key(d.prompts[i], d.uses_prefix[i], d.continuations[i]))
     return flat
 

@@ -3,7 +3,7 @@ tested against hand-computed values in tests/rl."""
 
 from llm_gym.rl.controllers import adaptive_entropy_coef, adaptive_kl_coef
 from llm_gym.rl.gae import compute_gae
-from llm_gym.rl.ppo import PPOLosses, explained_variance, ppo_losses
+from llm_gym.rl.ppo import PPOLosses, explained_variance, improvement_target, ppo_losses, target_policy_loss
 from llm_gym.rl.schedules import cosine_schedule, linear_schedule
 
 __all__ = [
@@ -13,6 +13,8 @@ __all__ = [
     "compute_gae",
     "cosine_schedule",
     "explained_variance",
+    "improvement_target",
     "linear_schedule",
     "ppo_losses",
+    "target_policy_loss",
 ]

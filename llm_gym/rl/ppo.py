@@ -69,3 +69,30 @@ def explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> float:
     if var_target.item() == 0:
         return float("nan")
     return float(1 - torch.var(target - predicted) / var_target)
+
+
+def improvement_target(
+    old_probs: torch.Tensor, choice: torch.Tensor, advantages: torch.Tensor, temperature: float
+) -> torch.Tensor:
+    """Per decision, the improved distribution over its choices: the old policy with the taken action's probability
+    multiplied by ``exp(advantage / temperature)``, renormalised (a KL-regularised improvement step from one sampled
+    action, as in MPO and AWR). ``old_probs``: (rows, choices), 0 on padding; ``choice``: (rows,) the taken action."""
+    weights = torch.ones_like(old_probs)
+    scale = torch.exp((advantages / temperature).clamp(-30.0, 30.0)).to(old_probs.dtype)
+    weights = weights.scatter(1, choice[:, None], scale[:, None])
+    target = old_probs * weights
+    return target / target.sum(1, keepdim=True).clamp_min(1e-30)
+
+
+def target_policy_loss(
+    new_logprobs: torch.Tensor, old_probs: torch.Tensor, choice: torch.Tensor, advantages: torch.Tensor,
+    temperature: float,
+) -> torch.Tensor:  # fmt: skip
+    """Cross-entropy of the new policy to :func:`improvement_target` (its KL to the target up to a constant), mean
+    over decisions. Its gradient on each decision's logits is ``new - target``: an action that did better than its
+    group gets pulled towards the target however unlikely it was, and one that did worse is pushed down by no more
+    than its own probability, where the clipped ratio loss pushes both by ``|advantage|`` (which, summed over many
+    states that share the LM's weights, drives every state towards the action most states prefer)."""
+    target = improvement_target(old_probs, choice, advantages, temperature).detach()
+    finite = torch.where(torch.isfinite(new_logprobs), new_logprobs, torch.zeros_like(new_logprobs))
+    return -(target * finite).sum(1).mean()
