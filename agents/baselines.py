@@ -24,6 +24,9 @@ from llm_gym.stats import mean_ci95
 class RandomPolicy:
     """Uniform over each env's legal actions."""
 
+    stochastic = True
+    """Its actions are draws (exact evaluation reads its probabilities, never one draw per position)."""
+
     def __init__(self, seed: int = 0) -> None:
         self.rng = np.random.default_rng(seed)
 

@@ -108,12 +108,14 @@ def evaluate_exact(
             (``act_with_details`` with ``probs`` over the legal actions, as the LM policy does).
         env: the env and its arguments (the same rules text and observations the policy is played with).
         greedy: the policy's own action at each position (what ``play`` and the bench measure), or its whole
-            distribution.
+            distribution (always for a policy marked ``stochastic``, whose actions are draws).
         batch_size: positions per policy call.
         on_batch: called after each policy call with (positions asked so far, positions known to be left).
     """
     started = time.perf_counter()
     tree = GameTree(env.make())
+    # A policy whose actions are draws by nature (``stochastic = True``: the random player) has no greedy action.
+    greedy = greedy and not getattr(policy, "stochastic", False)
     walker = _Walker(tree, policy, greedy, batch_size, on_batch)
     walker.explore()
     seats = []

@@ -122,7 +122,7 @@ def test_a_long_sampled_play_agrees_with_the_exact_value() -> None:
 
 
 def test_what_exact_evaluation_cannot_walk_is_refused_in_one_line() -> None:
-    with pytest.raises(ConfigError, match="opponent='random'"):
+    with pytest.raises(ConfigError, match="opponent=random"):
         evaluate_exact(HashPolicy(), EnvConfig("OpenSpiel-tic_tac_toe-v0", {"opponent": "mcts"}))
     with pytest.raises(UnsupportedEnvError, match="OpenSpiel"):
         evaluate_exact(HashPolicy(), EnvConfig("LLMPong-text-v0"))

@@ -23,7 +23,7 @@ def _seeds(seeds: range) -> str:
     return f"{seeds.start}-{seeds.stop - 1}"
 
 
-def _row(arm: Arm) -> list[str]:
+def arm_row(arm: Arm) -> list[str]:
     rate, low, high = arm.win_rate()
     mean, half = arm.mean_return()
     return [arm.label, f"{arm.wins}/{arm.n} = {rate:.0%}", f"[{low:.0%}, {high:.0%}]", f"{mean:+.2f} ± {half:.2f}"]
@@ -39,11 +39,11 @@ def summary_text(result: LearningDemoResult) -> str:
         title=f"{config.env_id} vs random, {result.after.n} held-out games (seeds {_seeds(config.eval_seeds)})",
     )  # fmt: skip
     for arm in (result.before, result.after):
-        table.add_row(*_row(arm))
+        table.add_row(*arm_row(arm))
     table.add_section()
     for arm in result.references:
-        table.add_row(*_row(arm), style="dim")
-    lines = [_render(table, width=110)]
+        table.add_row(*arm_row(arm), style="dim")
+    lines = [render_table(table, width=110)]
     before, after = result.before.win_rate(), result.after.win_rate()
     if result.learning_shown():
         verdict = f"learning shown: after's interval [{after[1]:.0%}, {after[2]:.0%}] lies above before's"
@@ -68,7 +68,7 @@ def summary_text(result: LearningDemoResult) -> str:
     return "\n".join(lines)
 
 
-def _render(table: Any, width: int) -> str:
+def render_table(table: Any, width: int) -> str:
     """A rich table as plain text, ``width`` columns wide."""
     from rich.console import Console
 
@@ -143,7 +143,7 @@ def _agreement_lines(result: LearningDemoResult) -> list[str]:
             marked = [_marked(position, row[i]) for row in answers]
             table.add_row(label, str(position.visits) if i < len(positions) else "never", position.name(position.action),
                           *marked)  # fmt: skip
-        lines.append(_render(table, width=150))
+        lines.append(render_table(table, width=150))
     for a in result.agreements:
         line = (
             f"{a.label.split(':')[0]}: the demonstrator's answer in {a.agreed_decisions}/{positions.decisions} of its "

@@ -1,4 +1,4 @@
-"""The learning demo (``make demo``) end to end on a tiny random model: demonstrations from the best response on
+"""The sft learning demo (``make demo-sft``) end to end on a tiny random model: demonstrations from the best response on
 training seeds, sft with greedy evaluations before and after on held-out seeds, the reference rows on the same
 seeds, the table, the plot and the JSON result; the command line, and its one-line refusals."""
 
@@ -99,18 +99,18 @@ def test_command_line_prints_the_table_and_refuses_bad_settings(tiny_model_dir: 
     runner = CliRunner()
     sets = [f"model={tiny_model_dir}", "dtype=float32", "threads=1", "trainable_layers=1", "demo_episodes=4",
             "eval_episodes=3", "epochs=1", "batch_size=4"]  # fmt: skip
-    args = ["--runs-root", str(tmp_path)] + [arg for item in sets for arg in ("--set", item)]
+    args = ["--method", "sft", "--runs-root", str(tmp_path)] + [arg for item in sets for arg in ("--set", item)]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "held-out games (seeds 10000-10002)" in result.output and "plot: " in result.output
 
-    refused = runner.invoke(app, ["--set", "eval_episode=3"])
+    refused = runner.invoke(app, ["--method", "sft", *["--set", "eval_episode=3"]])
     assert refused.exit_code == 2 and "did you mean eval_episodes" in refused.output
-    target = runner.invoke(app, ["--set", "choice_target=worst"])
+    target = runner.invoke(app, ["--method", "sft", *["--set", "choice_target=worst"]])
     assert target.exit_code == 2 and "choose one of answer, best" in target.output
-    overlap = runner.invoke(app, ["--set", "demo_seed=9990", "--set", "demo_episodes=20"])
+    overlap = runner.invoke(app, ["--method", "sft", *["--set", "demo_seed=9990", "--set", "demo_episodes=20"]])
     assert overlap.exit_code == 2 and "overlap the evaluation seeds" in overlap.output
-    explore = runner.invoke(app, ["--set", "demo_explore=1"])
+    explore = runner.invoke(app, ["--method", "sft", *["--set", "demo_explore=1"]])
     assert explore.exit_code == 2 and "demo_explore is a probability per decision in [0, 1)" in explore.output
 
 
