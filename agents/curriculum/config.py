@@ -15,7 +15,7 @@ PASSED_TO_BASE = ("total_steps", "seed")
 @dataclass(frozen=True, kw_only=True)
 class CurriculumConfig(AgentConfig):
     first_fields: ClassVar[tuple[str, ...]] = ("total_steps", "seed", "base", "base_config", "stages", "window",
-        "buffer_size", "replay_share")  # fmt: skip
+        "buffer_size", "replay_share", "final_eval_episodes")  # fmt: skip
     """The fields `llm-gym agents` shows first."""
     total_steps: int = training_only(20_000)
     """Environment steps to train for, summed over parallel envs (passed to the base learner)."""
@@ -35,6 +35,10 @@ class CurriculumConfig(AgentConfig):
     """Failed tasks kept for replay (the least urgent goes when it is full)."""
     replay_share: float = training_only(0.3)
     """Share of episodes replayed from the failure buffer (priority 1 - score); 0 turns replay off."""
+    final_eval_episodes: int = training_only(0)
+    """After training, play the untrained and the trained policy greedily on this many held-out episodes of every
+    stage (seeds 100,000,000 on; the same task ids for both): the curriculum's own before and after, which the base
+    learner's evaluations (they follow the current stage) do not give. 0: none."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

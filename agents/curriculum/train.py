@@ -11,6 +11,7 @@ from typing import Any
 
 from llm_gym.agent import Agent, EnvConfig
 from llm_gym.agents.curriculum.config import PASSED_TO_BASE, CurriculumConfig
+from llm_gym.agents.curriculum.report import print_stage_evaluation, stage_evaluation
 from llm_gym.agents.curriculum.stages import default_stage_tables, parse_stages
 from llm_gym.callbacks import Callback
 from llm_gym.config import apply_overrides
@@ -109,5 +110,11 @@ def train(config: CurriculumConfig, env: EnvConfig, run: Run, callbacks: Sequenc
         "replay_counts": dict(sampler.counts) if isinstance(sampler, FailureReplay) else None,
         "wall_seconds_this_session": time.perf_counter() - started,
     }
+    # -- the curriculum's own before and after: both policies on the same held-out episodes of every stage -----------
+    checkpoint = run.latest_checkpoint()
+    if config.final_eval_episodes > 0 and checkpoint is not None:
+        rows = stage_evaluation(base, env, curriculum.stages, config.final_eval_episodes, checkpoint)
+        summary["curriculum"]["stage_evaluation"] = rows
+        print_stage_evaluation(rows)
     run.write_summary(summary)
     return summary

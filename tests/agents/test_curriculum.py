@@ -44,8 +44,15 @@ def test_stage_advances_at_the_threshold_with_a_tiny_lm(tmp_path: Path) -> None:
     model = make_tiny_model(tmp_path / "model", layers=1, hidden=32)
     rollout = dict(num_envs=2, num_steps=16, minibatch_size=16, update_epochs=1, lora_rank=4, checkpoint_every=0)
     base = tiny_settings(model, **rollout)
-    summary = train(tmp_path, "lm", base="ppo_lora", base_config=base, total_steps=64, stages=STAGES, replay_share=0)
+    summary = train(tmp_path, "lm", base="ppo_lora", base_config=base, total_steps=64, stages=STAGES, replay_share=0,
+                    final_eval_episodes=6)  # fmt: skip
     curriculum = summary["curriculum"]
+    # The curriculum's own before and after: both policies on the same held-out episodes of every stage.
+    rows = curriculum["stage_evaluation"]
+    assert [row["stage"] for row in rows] == ["first", "second"] and all(row["episodes"] == 6 for row in rows)
+    for row in rows:
+        for when in ("before", "after"):
+            assert row[when]["wins"] + row[when]["draws"] + row[when]["losses"] == 6
     first, advance = curriculum["events"]
     assert (first["name"], first["episode"], first["env_step"]) == ("first", 0, 0)
     assert (advance["name"], advance["kind"], advance["episode"]) == ("second", "advance", 2)

@@ -88,7 +88,7 @@ def test_every_shipped_preset_reads_and_applies() -> None:
 def test_the_learners_ship_a_quick_preset() -> None:
     for name in LEARNERS_WITH_QUICK:
         quick = get_preset(get_agent(name), "quick")
-        assert quick.env is not None and "minutes" in quick.description, (name, quick.description)
+        assert quick.env is not None and "minute" in quick.description, (name, quick.description)  # says how long
     from llm_gym.agents.curriculum.train import base_agent
 
     curriculum = get_agent("curriculum")
