@@ -26,7 +26,7 @@ from llm_gym.agents.baselines import ScriptedPolicy
 from llm_gym.agents.ppo_lora.acting import act, strategy_for
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
-from llm_gym.envs.protocol import EnvTraits
+from llm_gym.envs.catalog import EnvTraits
 from llm_gym.lm.runtime import configure_threads
 from llm_gym.stepping import EnvStepper, make_vector_env
 

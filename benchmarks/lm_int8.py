@@ -45,7 +45,8 @@ from lm_policy_throughput import observations, timed
 import llm_gym  # noqa: F401  (registers the ids)
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.baselines import ScriptedPolicy
-from llm_gym.envs.protocol import EnvTraits, legal_choices, step_instructions
+from llm_gym.envs.catalog import EnvTraits
+from llm_gym.envs.protocol import legal_choices, step_instructions
 from llm_gym.lm.backends import GenerateRequest, ScoreRequest
 from llm_gym.lm.backends.hf import HFBackend
 from llm_gym.lm.quantize import is_quantized_linear, quantized_linear_count

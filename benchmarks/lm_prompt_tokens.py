@@ -32,7 +32,8 @@ import numpy as np
 import llm_gym  # noqa: F401  (registers the ids)
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.baselines import ScriptedPolicy
-from llm_gym.envs.protocol import EnvTraits, step_instructions
+from llm_gym.envs.catalog import EnvTraits
+from llm_gym.envs.protocol import step_instructions
 from llm_gym.lm.models import load_tokenizer, resolve_model
 from llm_gym.lm.packing import pack
 from llm_gym.lm.prompts import PromptBuilder, observation_text

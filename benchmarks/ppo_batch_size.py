@@ -35,7 +35,7 @@ from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.rollout import Rollout, collect
 from llm_gym.agents.ppo_lora.update import _flatten, ppo_update, stored_batch
-from llm_gym.envs.protocol import EnvTraits
+from llm_gym.envs.catalog import EnvTraits
 from llm_gym.lm.runtime import configure_threads
 from llm_gym.lm.scoring import categorical_logprobs
 from llm_gym.rl import compute_gae

@@ -32,7 +32,7 @@ from llm_gym.agents.sft.data import DemoEncoder
 from llm_gym.agents.sft.train import Batches, _accumulate
 from llm_gym.demos.format import read_demos
 from llm_gym.demos.record import record_demos
-from llm_gym.envs.protocol import EnvTraits
+from llm_gym.envs.catalog import EnvTraits
 from llm_gym.lm.runtime import configure_threads
 from llm_gym.plugins import get_agent
 

@@ -28,7 +28,7 @@ from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.rollout import Rollout, collect
 from llm_gym.agents.ppo_lora.update import _flatten, value_features, value_warmup_update
-from llm_gym.envs.protocol import EnvTraits
+from llm_gym.envs.catalog import EnvTraits
 from llm_gym.lm.runtime import configure_threads
 from llm_gym.rl import compute_gae, explained_variance
 from llm_gym.stepping import EnvStepper, make_vector_env

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from llm_gym.config import training_only
-from llm_gym.envs.protocol import EnvConfig
+from llm_gym.envs.catalog import EnvConfig
 from llm_gym.presets import Preset, folder_presets
 from llm_gym.setting_checks import FieldSetting as FieldSetting
 from llm_gym.setting_checks import check_checkpoint_settings as check_checkpoint_settings

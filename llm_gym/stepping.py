@@ -30,7 +30,8 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, Vecto
 from gymnasium.vector.utils import iterate
 
 from llm_gym.actions import TextActions
-from llm_gym.envs.protocol import EnvConfig, takes_text
+from llm_gym.envs.catalog import EnvConfig
+from llm_gym.envs.protocol import takes_text
 from llm_gym.envs.wrappers import (
     BOX_KEY,
     EPISODE_KEY,

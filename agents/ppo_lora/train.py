@@ -51,7 +51,8 @@ from llm_gym.agents.ppo_lora.rollout import (
 )
 from llm_gym.agents.ppo_lora.update import ppo_update, value_warmup_update
 from llm_gym.callbacks import Callback
-from llm_gym.envs.protocol import EnvTraits, legal_choices
+from llm_gym.envs.catalog import EnvTraits
+from llm_gym.envs.protocol import legal_choices
 from llm_gym.errors import ConfigError, UnsupportedEnvError
 from llm_gym.exact import ExactResult, check_exact_env, evaluate_exact
 from llm_gym.lm.runtime import configure_threads

@@ -32,7 +32,8 @@ from llm_gym.agents.reflection.prompts import (
 from llm_gym.agents.reflection.trial import Candidate, play_trial
 from llm_gym.agents.reflection.verify import PolicyContinuation, RandomContinuation, verify
 from llm_gym.callbacks import Callback
-from llm_gym.envs.protocol import EnvTraits, step_instructions
+from llm_gym.envs.catalog import EnvTraits
+from llm_gym.envs.protocol import step_instructions
 from llm_gym.evaluation import run_episodes
 from llm_gym.lm.backends import GenerateRequest, LMBackend, ScoreRequest
 from llm_gym.lm.finetune import Example, TrainSettings, train_answers

@@ -40,7 +40,7 @@ from llm_gym.agents.sft.data import (
 from llm_gym.agents.sft.report import EvaluationRecord, print_report, write_plot
 from llm_gym.callbacks import Callback
 from llm_gym.demos.format import DemoRecord
-from llm_gym.envs.protocol import EnvTraits
+from llm_gym.envs.catalog import EnvTraits
 from llm_gym.errors import CheckpointError, ConfigError, UnsupportedEnvError
 from llm_gym.lm.finetune import prompt_and_answer
 from llm_gym.lm.runtime import configure_threads

@@ -25,8 +25,9 @@ import numpy as np
 from llm_gym.actions import legal_action_name
 from llm_gym.agent import EnvConfig, Policy, policy_action_values
 from llm_gym.demos.format import DemoRecord, write_records
+from llm_gym.envs.catalog import EnvTraits
 from llm_gym.envs.history import TURNS_KEY
-from llm_gym.envs.protocol import EnvTraits, step_instructions
+from llm_gym.envs.protocol import step_instructions
 from llm_gym.envs.trace.worked import UnsupportedProgram, worked_answer
 from llm_gym.errors import ConfigError, UnsupportedEnvError
 from llm_gym.lm.prompts import chat_messages

@@ -1,12 +1,27 @@
-"""What envs exist and how to make one with a helpful error: the CLI and the agents go through here."""
+"""What envs exist and how to make one with a helpful error: the CLI and the agents go through here.
+
+:class:`EnvConfig` names an env (id and ``gym.make`` arguments) and makes it through :func:`make`; :class:`EnvTraits`
+is what a policy or trainer reads once from an instance, through the readers of :mod:`llm_gym.envs.protocol`.
+"""
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
 
 import llm_gym.envs  # noqa: F401  (registers the ids)
+from llm_gym.envs.history import TurnHistory
+from llm_gym.envs.protocol import (
+    action_aliases,
+    can_snapshot,
+    env_instructions,
+    noop_action,
+    takes_text,
+)
 from llm_gym.errors import ConfigError, UnknownNameError, suggest
 
 _PREFIXES = ("LLMBreakout", "LLMPong", "OpenSpiel-", "Trace-")
@@ -32,8 +47,6 @@ def make(env_id: str, **kwargs: Any) -> gym.Env:
     env_spec(env_id)
     history = kwargs.pop("history", 0)
     if history:
-        from llm_gym.envs.history import TurnHistory
-
         try:
             turns = int(history)
         except (TypeError, ValueError) as exc:
@@ -56,8 +69,6 @@ def make(env_id: str, **kwargs: Any) -> gym.Env:
 def env_arguments(env_id: str) -> list[str] | None:
     """The keyword arguments ``gym.make(env_id, ...)`` takes (``history`` included), read from the env class's
     ``__init__`` and, where it passes ``**kwargs`` on, its bases'; None where they cannot be known."""
-    import inspect
-
     creator = _creator(env_id)
     names = {"history", "max_episode_steps", "disable_env_checker"}  # (the last two: gym.make's own)
     for klass in creator.__mro__ if isinstance(creator, type) else ():
@@ -120,3 +131,57 @@ def env_family(env_id: str) -> str:
         if f"llm_gym.envs.{family}" in entry:
             return family
     return "other"
+
+
+# -- what agents learn about an env once, from the contract ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """Which env to train or play on, and the keyword arguments for ``gym.make``."""
+
+    env_id: str
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    def make(self, **overrides: Any) -> gym.Env:
+        """A new env (unknown ids raise with close matches)."""
+        return make(self.env_id, **{**self.kwargs, **overrides})
+
+
+@dataclass(frozen=True)
+class EnvTraits:
+    """What a policy or trainer needs to know about an env, read once from one instance."""
+
+    instructions: str
+    """The rules text (system prompt)."""
+    aliases: dict[str, int]
+    """Extra action names for the parser."""
+    noop: int | None
+    """The no-op action, or None."""
+    text_actions: bool
+    """The action is free text (``Text`` action space)."""
+    renders_frames: bool
+    """The env can render ``rgb_array`` frames (videos)."""
+    snapshots: bool
+    """The env has ``clone_state`` / ``restore_state``."""
+
+    @classmethod
+    def of(cls, env: gym.Env) -> EnvTraits:
+        """The traits of a live env."""
+        return cls(
+            instructions=env_instructions(env),
+            aliases=action_aliases(env),
+            noop=noop_action(env),
+            text_actions=takes_text(env),
+            renders_frames="rgb_array" in (env.metadata.get("render_modes") or []),
+            snapshots=can_snapshot(env),
+        )
+
+    @classmethod
+    def probe(cls, env: EnvConfig) -> EnvTraits:
+        """The traits of ``env``, read from one instance made and closed for the purpose."""
+        made = env.make()
+        try:
+            return cls.of(made)
+        finally:
+            made.close()

@@ -22,6 +22,8 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
+from llm_gym.envs.protocol import observation_text
+
 TURNS_KEY = "turns"
 """The ``info`` key that carries the history."""
 
@@ -61,8 +63,6 @@ class TurnHistory(gym.Wrapper):
         self._observation, self._info = state["observation"], dict(state["info"])
 
     def _remember(self, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
-        from llm_gym.lm.prompts import observation_text
-
         self._observation = observation_text(observation)
         self._info = {key: info[key] for key in NAMING_KEYS if key in info}
         info = dict(info)
@@ -77,8 +77,6 @@ def restore_turns(env: gym.Env, observation: Any, info: Mapping[str, Any]) -> No
     layer: Any = env
     while isinstance(layer, gym.Wrapper):
         if isinstance(layer, TurnHistory):
-            from llm_gym.lm.prompts import observation_text
-
             layer.load_state_dict(
                 {
                     "past": list(info.get(TURNS_KEY, ())),

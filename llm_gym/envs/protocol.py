@@ -16,7 +16,6 @@ family knows what to provide and :func:`llm_gym.check_llm_env` can check it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol, TypedDict, runtime_checkable
 
 import gymnasium as gym
@@ -95,6 +94,15 @@ def env_instructions(env: Any) -> str:
     return str(getattr(_unwrapped(env), "instructions", "") or "")
 
 
+def observation_text(observation: Any) -> str:
+    """The text of an observation: a string as is, the ``text`` entry of a dict (vision envs), else ``str()``."""
+    if isinstance(observation, str):
+        return observation
+    if isinstance(observation, Mapping) and isinstance(observation.get("text"), str):
+        return observation["text"]
+    return str(observation)
+
+
 def step_instructions(info: Mapping[str, Any], default: str) -> str:
     """The rules for a prompt built from this step's observation: the task's own (``info["instructions"]``) where
     the env gives them, else ``default`` (the env's ``instructions``, which then never change)."""
@@ -135,59 +143,3 @@ def legal_choices(info: Mapping[str, Any], env_id: str) -> tuple[list[int], list
 
 def _unwrapped(env: Any) -> Any:
     return getattr(env, "unwrapped", env)
-
-
-# -- what agents learn about an env once -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class EnvConfig:
-    """Which env to train or play on, and the keyword arguments for ``gym.make``."""
-
-    env_id: str
-    kwargs: Mapping[str, Any] = field(default_factory=dict)
-
-    def make(self, **overrides: Any) -> gym.Env:
-        """A new env (unknown ids raise with close matches)."""
-        from llm_gym.envs.catalog import make
-
-        return make(self.env_id, **{**self.kwargs, **overrides})
-
-
-@dataclass(frozen=True)
-class EnvTraits:
-    """What a policy or trainer needs to know about an env, read once from one instance."""
-
-    instructions: str
-    """The rules text (system prompt)."""
-    aliases: dict[str, int]
-    """Extra action names for the parser."""
-    noop: int | None
-    """The no-op action, or None."""
-    text_actions: bool
-    """The action is free text (``Text`` action space)."""
-    renders_frames: bool
-    """The env can render ``rgb_array`` frames (videos)."""
-    snapshots: bool
-    """The env has ``clone_state`` / ``restore_state``."""
-
-    @classmethod
-    def of(cls, env: gym.Env) -> EnvTraits:
-        """The traits of a live env."""
-        return cls(
-            instructions=env_instructions(env),
-            aliases=action_aliases(env),
-            noop=noop_action(env),
-            text_actions=takes_text(env),
-            renders_frames="rgb_array" in (env.metadata.get("render_modes") or []),
-            snapshots=can_snapshot(env),
-        )
-
-    @classmethod
-    def probe(cls, env: EnvConfig) -> EnvTraits:
-        """The traits of ``env``, read from one instance made and closed for the purpose."""
-        made = env.make()
-        try:
-            return cls.of(made)
-        finally:
-            made.close()

@@ -16,8 +16,9 @@ import numpy as np
 
 from llm_gym.actions import parse_action
 from llm_gym.decisions import DecisionDetails
+from llm_gym.envs.catalog import EnvConfig, EnvTraits
 from llm_gym.envs.history import TURNS_KEY
-from llm_gym.envs.protocol import EnvConfig, EnvTraits, legal_choices, step_instructions
+from llm_gym.envs.protocol import legal_choices, step_instructions
 from llm_gym.errors import UnsupportedEnvError
 from llm_gym.lm.backends import GenerateRequest, LMBackend, ScoreRequest
 

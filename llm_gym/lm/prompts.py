@@ -9,24 +9,15 @@ such a prompt is then run without the cached prefix, never with a wrong one).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llm_gym.envs.protocol import env_instructions
+from llm_gym.envs.protocol import env_instructions, observation_text
 
 __all__ = ["EncodedPrompt", "PromptBuilder", "chat_messages", "env_instructions", "observation_text"]
 
 _SENTINELS = ("Aa", "z 9")
-
-
-def observation_text(observation: Any) -> str:
-    """The text of an observation: a string as is, the ``text`` entry of a dict (vision envs), else ``str()``."""
-    if isinstance(observation, str):
-        return observation
-    if isinstance(observation, Mapping) and isinstance(observation.get("text"), str):
-        return observation["text"]
-    return str(observation)
 
 
 Turns = tuple[tuple[str, str], ...]

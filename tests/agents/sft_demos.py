@@ -10,7 +10,8 @@ from typing import Any
 
 from llm_gym.agent import EnvConfig, Policy
 from llm_gym.demos.format import DemoRecord, write_records
-from llm_gym.envs.protocol import EnvTraits, legal_choices
+from llm_gym.envs.catalog import EnvTraits
+from llm_gym.envs.protocol import legal_choices
 from llm_gym.lm.prompts import chat_messages, observation_text
 
 

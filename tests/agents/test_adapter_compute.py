@@ -17,7 +17,7 @@ from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.sft.data import DemoEncoder
 from llm_gym.agents.sft.train import Batches
 from llm_gym.demos.format import read_demos
-from llm_gym.envs.protocol import EnvTraits
+from llm_gym.envs.catalog import EnvTraits
 from llm_gym.lm.adapter_compute import AdapterCompute
 
 KUHN = "OpenSpiel-kuhn_poker-v0"

@@ -21,7 +21,7 @@ from llm_gym.agents.ppo_lora.testing import resume_as_if_killed, tiny_config, tr
 from llm_gym.agents.ppo_lora.train import initial_actor_critic
 from llm_gym.cli import build_app
 from llm_gym.curves import read_scalars
-from llm_gym.envs.protocol import EnvTraits
+from llm_gym.envs.catalog import EnvTraits
 from llm_gym.training import training_env
 
 HIDDEN = 64

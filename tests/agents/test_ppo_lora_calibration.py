@@ -171,7 +171,7 @@ def test_the_update_recomputes_the_rollouts_offset_log_probabilities(calibrated_
     from llm_gym.agents.ppo_lora.model import ActorCritic
     from llm_gym.agents.ppo_lora.rollout import collect
     from llm_gym.agents.ppo_lora.update import _flatten, stored_batch
-    from llm_gym.envs.protocol import EnvTraits
+    from llm_gym.envs.catalog import EnvTraits
     from llm_gym.stepping import EnvStepper, make_vector_env
 
     checkpoint, config, _ = calibrated_run

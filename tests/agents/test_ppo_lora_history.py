@@ -17,8 +17,8 @@ from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.rollout import collect, engine_gap
 from llm_gym.agents.ppo_lora.testing import tiny_config, train
 from llm_gym.agents.ppo_lora.update import ppo_update
+from llm_gym.envs.catalog import EnvTraits
 from llm_gym.envs.history import TURNS_KEY
-from llm_gym.envs.protocol import EnvTraits
 from llm_gym.evaluation import run_episodes
 from llm_gym.lm.backends.hf import HFBackend
 from llm_gym.lm.backends.vllm_backend import vllm_available

@@ -20,7 +20,7 @@ from llm_gym.agents.ppo_lora.model import REFERENCE_ADAPTER, ActorCritic
 from llm_gym.agents.ppo_lora.testing import resume_as_if_killed, tiny_config
 from llm_gym.agents.ppo_lora.testing import train as train_ppo
 from llm_gym.agents.ppo_lora.train import initial_actor_critic
-from llm_gym.envs.protocol import EnvTraits
+from llm_gym.envs.catalog import EnvTraits
 from llm_gym.errors import CheckpointError
 
 TTT = "OpenSpiel-tic_tac_toe-v0"

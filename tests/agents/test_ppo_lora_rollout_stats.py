@@ -15,7 +15,7 @@ from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.rollout import MAX_LOGGED_ACTIONS, Rollout, action_scalars, collect
 from llm_gym.agents.ppo_lora.testing import tiny_config, train
 from llm_gym.agents.ppo_lora.update import ppo_update
-from llm_gym.envs.protocol import EnvTraits
+from llm_gym.envs.catalog import EnvTraits
 from llm_gym.stepping import EnvStepper, make_vector_env
 
 ENV = EnvConfig("LLMBreakout-text-v0")

@@ -31,7 +31,8 @@ from llm_gym.agents.ppo_lora.train import train
 from llm_gym.agents.ppo_lora.update import ppo_update
 from llm_gym.callbacks import Callback
 from llm_gym.config import to_dict
-from llm_gym.envs.protocol import EnvTraits, legal_choices
+from llm_gym.envs.catalog import EnvTraits
+from llm_gym.envs.protocol import legal_choices
 from llm_gym.lm.backends import ScoreRequest
 from llm_gym.lm.scoring import categorical_logprobs
 from llm_gym.rl import compute_gae

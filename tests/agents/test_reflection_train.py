@@ -84,7 +84,7 @@ def _train(model: Path, env_id: str, run_dir: Path, env_kwargs: dict | None = No
 def test_json_reflections_of_a_random_model_are_counted_and_skipped(tiny_text_model: Path) -> None:
     from llm_gym.agents.reflection.train import reflect
     from llm_gym.agents.reflection.trial import play_trial
-    from llm_gym.envs.protocol import EnvTraits
+    from llm_gym.envs.catalog import EnvTraits
     from llm_gym.lm.policy import LMPolicy
 
     config = ReflectionConfig(model=str(tiny_text_model), **{**FAST, "reflection_answer": "json"})

@@ -26,7 +26,7 @@ from llm_gym.agents.sft.train import Batches
 from llm_gym.cli import build_app
 from llm_gym.config import to_dict
 from llm_gym.demos.format import read_demos
-from llm_gym.envs.protocol import EnvTraits
+from llm_gym.envs.catalog import EnvTraits
 from llm_gym.envs.testing import register_one_answer_env
 from llm_gym.errors import ConfigError
 from llm_gym.lm.finetune import IGNORE, answer_loss, collate

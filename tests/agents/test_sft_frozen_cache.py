@@ -20,7 +20,7 @@ from llm_gym.agents.sft.data import DemoEncoder
 from llm_gym.agents.sft.train import Batches
 from llm_gym.config import to_dict
 from llm_gym.demos.format import read_demos
-from llm_gym.envs.protocol import EnvTraits
+from llm_gym.envs.catalog import EnvTraits
 from llm_gym.lm.split import SplitLM
 from llm_gym.plugins import get_agent
 from llm_gym.runs import Run
