@@ -77,11 +77,19 @@ def show_agent(name: str, show_all: bool, as_json: bool) -> None:
         return
     console.print(f"[bold]{name}[/bold]: {cls.description}", highlight=False)
     if presets:
-        table = _table("preset", "env", "what it runs", title=f"presets: llm-gym train --agent {name} --preset NAME")
+        table = Table("preset", "what it runs", title=f"presets: llm-gym train --agent {name} --preset NAME",
+                      title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)  # fmt: skip
+        table.columns[0].no_wrap = True
         for preset in presets.values():
-            what = preset.description + (f" First: {preset.command}" if preset.command else "")
-            table.add_row(preset.name, preset.env or "any", what)
+            table.add_row(preset.name, f"{preset.description} (env: {preset.env or 'any, give --env'})")
         console.print(table)
+        for (
+            preset
+        ) in presets.values():  # a command to copy: whole words, continued with a backslash as a shell reads it
+            if preset.command:
+                console.print(f"{preset.name} trains on {preset.creates}; make it first with:", highlight=False)
+                console.print(shell_lines(preset.command, console.width), soft_wrap=True, highlight=False, markup=False)
+                console.print()
     by_key = {key: (kind, default, doc) for key, kind, default, doc in rows}
     if not show_all:
         table = _table("setting", "default", "what it does", title=f"settings: --set KEY=VALUE ({len(first)} of "
@@ -102,6 +110,17 @@ def show_agent(name: str, show_all: bool, as_json: bool) -> None:
             kind, default, doc = by_key[key]
             table.add_row(key, _shown(default), " ".join(doc.split()) + _choices(kind))
         console.print(table)
+
+
+def shell_lines(command: str, width: int) -> str:
+    """``command`` as shell lines of at most ``width`` columns (where its words allow), continued with `` \\``."""
+    lines, line = [], "  "
+    for word in command.split():
+        if line.strip() and len(line) + len(word) + 3 > width:
+            lines.append(line + " \\")
+            line = "    "
+        line += ("" if not line.strip() else " ") + word
+    return "\n".join([*lines, line])
 
 
 def _table(*columns: str, title: str) -> Table:
