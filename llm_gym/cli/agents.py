@@ -83,9 +83,8 @@ def show_agent(name: str, show_all: bool, as_json: bool) -> None:
         for preset in presets.values():
             table.add_row(preset.name, f"{preset.description} (env: {preset.env or 'any, give --env'})")
         console.print(table)
-        for (
-            preset
-        ) in presets.values():  # a command to copy: whole words, continued with a backslash as a shell reads it
+        # A command to copy: whole words, continued with a backslash as a shell reads it.
+        for preset in presets.values():
             if preset.command:
                 console.print(f"{preset.name} trains on {preset.creates}; make it first with:", highlight=False)
                 console.print(shell_lines(preset.command, console.width), soft_wrap=True, highlight=False, markup=False)
