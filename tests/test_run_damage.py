@@ -137,7 +137,8 @@ def test_best_survives_a_kill_between_the_renames_that_replace_it(run: Path) -> 
 
 def _rehash(checkpoint: Path) -> None:
     """Rewrite the manifest for the files as they are now, as whoever crafts a checkpoint would."""
-    from llm_gym.runs import MANIFEST_FILE, _manifest
+    from llm_gym.runs import MANIFEST_FILE
+    from llm_gym.runs.checkpoint_files import _manifest
 
     manifest = json.loads((checkpoint / MANIFEST_FILE).read_text())
     manifest["files"] = _manifest(checkpoint)
@@ -195,7 +196,7 @@ def test_a_run_is_trained_by_one_process_at_a_time(run: Path) -> None:
     """Two ``train --resume RUN`` at once both exited 0 and interleaved their checkpoints."""
     import time
 
-    from llm_gym.run_lock import RunLock
+    from llm_gym.runs.lock import RunLock
 
     first = subprocess.Popen(
         [str(Path(sys.executable).parent / "llm-gym"), "train", "--resume", str(run), "--set", "total_steps=100000"],

@@ -31,6 +31,7 @@ from llm_gym.agents.reflection.prompts import (
 )
 from llm_gym.agents.reflection.trial import Candidate, play_trial
 from llm_gym.agents.reflection.verify import PolicyContinuation, RandomContinuation, verify
+from llm_gym.atomic import write_json_atomic
 from llm_gym.callbacks import Callback
 from llm_gym.envs.catalog import EnvTraits
 from llm_gym.envs.protocol import step_instructions
@@ -40,7 +41,7 @@ from llm_gym.lm.finetune import Example, TrainSettings, train_answers
 from llm_gym.lm.policy import LMPolicy
 from llm_gym.lm.prompts import observation_text
 from llm_gym.lm.runtime import configure_threads
-from llm_gym.runs import Run, played_history, write_json_atomic
+from llm_gym.runs import Run, played_history
 from llm_gym.stats import mean_ci95
 from llm_gym.training import scaled_eval_steps
 

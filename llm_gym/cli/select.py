@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from llm_gym.agent import EnvConfig, load_policy, policy_env_kwargs
+from llm_gym.atomic import write_json_atomic
 from llm_gym.cli.checkpoint_settings import checkpoint_overrides
 from llm_gym.cli.common import (
     EnvArgOption,
@@ -25,7 +26,7 @@ from llm_gym.cli.play import check_same_action_set, note_training_env_args_left_
 from llm_gym.envs.catalog import env_spec
 from llm_gym.errors import ConfigError
 from llm_gym.evaluation import run_episodes
-from llm_gym.runs import Run, write_json_atomic
+from llm_gym.runs import Run
 from llm_gym.selection import (
     CRITERIA,
     LATEST,

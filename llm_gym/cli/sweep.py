@@ -8,13 +8,13 @@ from typing import Annotated
 import typer
 
 from llm_gym.agent import EnvConfig
+from llm_gym.atomic import write_json_atomic
 from llm_gym.cli.common import AgentOption, EnvArgOption, EnvOption, SetOption, cli_errors, console, parse_env_args
 from llm_gym.cli.common import resolve_config as resolve_agent_config
 from llm_gym.cli.train import check_env_arguments
 from llm_gym.envs.catalog import env_spec
 from llm_gym.errors import ConfigError
 from llm_gym.plugins import get_agent
-from llm_gym.runs import write_json_atomic
 from llm_gym.sweeps import execute, grid, plan, results
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_gym.agent import EnvConfig
+from llm_gym.atomic import write_json_atomic
 from llm_gym.callbacks import Callback
 from llm_gym.config import to_dict
 from llm_gym.demos.record import record_demos
@@ -29,7 +30,7 @@ from llm_gym.learning_demo.agreement import (
 )
 from llm_gym.learning_demo.config import LearningDemoConfig
 from llm_gym.plugins import get_agent
-from llm_gym.runs import Run, default_run_name, write_json_atomic
+from llm_gym.runs import Run, default_run_name
 from llm_gym.stats import mean_ci95, wilson_ci95
 from llm_gym.training import play_evaluation
 

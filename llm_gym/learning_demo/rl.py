@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from llm_gym.agent import EnvConfig, Policy
+from llm_gym.atomic import write_json_atomic
 from llm_gym.callbacks import Callback
 from llm_gym.config import apply_overrides, to_dict
 from llm_gym.evaluation import HELDOUT_SEED
 from llm_gym.exact import ExactResult, evaluate_exact
 from llm_gym.learning_demo.pipeline import Arm, Log
 from llm_gym.plugins import get_agent
-from llm_gym.runs import Run, default_run_name, write_json_atomic
+from llm_gym.runs import Run, default_run_name
 from llm_gym.training import play_evaluation
 
 RESULT_FILE = "rl_demo.json"

@@ -13,7 +13,8 @@ from typing import Any
 
 from rich.table import Table
 
-from llm_gym.runs import read_summary, write_json_atomic
+from llm_gym.atomic import write_json_atomic
+from llm_gym.runs import read_summary
 from llm_gym.stats import mean_ci95
 from llm_gym.sweeps.grid import Cell
 from llm_gym.sweeps.plan import PlannedRun

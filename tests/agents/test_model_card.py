@@ -8,8 +8,8 @@ from pathlib import Path
 
 from ppo_lora_runs import train_tiny_breakout_run  # tests/agents/ppo_lora_runs.py
 
-from llm_gym.model_card import model_card
 from llm_gym.runs import Run, verify_checkpoint
+from llm_gym.runs.model_card import model_card
 
 
 def test_a_ppo_lora_checkpoint_has_the_card_in_both_places(tmp_path: Path) -> None:

@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from llm_gym.atomic import write_json_atomic, writing
-from llm_gym.checkpoint_files import MANIFEST_FILE, STEP_DIR, _manifest, _read_manifest, verify_checkpoint
-from llm_gym.errors import CheckpointError
-from llm_gym.model_card import write_model_card
-from llm_gym.run_lock import LOCK_FILE, RunLock
-from llm_gym.snapshots import can_pickle  # noqa: F401  (its old home; agents import it from llm_gym.snapshots)
+from llm_gym.errors import CheckpointError, LLMGymError
+from llm_gym.runs.checkpoint_files import MANIFEST_FILE, STEP_DIR, _manifest, _read_manifest, verify_checkpoint
+from llm_gym.runs.lock import LOCK_FILE, RunLock
+from llm_gym.runs.model_card import write_model_card
+from llm_gym.runs.trackers import open_trackers
 
 CONFIG_FILE = "config.json"
 SUMMARY_FILE = "summary.json"
@@ -88,7 +88,7 @@ class Run:
         env_kwargs: Mapping[str, Any] | None = None,
     ) -> Run:
         """Make a new run directory and write the resolved config into it; the run is locked to this process
-        (:mod:`llm_gym.run_lock`) until :meth:`close`. An existing directory must be empty: one that holds a run
+        (:mod:`llm_gym.runs.lock`) until :meth:`close`. An existing directory must be empty: one that holds a run
         is resumed (``--resume``), one that holds anything else is not ours to fill."""
         seed = int(config.get("seed", 0))
         run = cls(Path(path) if path else Path(root) / default_run_name(env_id, agent, seed))
@@ -281,11 +281,9 @@ class Run:
     # -- logs --------------------------------------------------------------------------------------------------
 
     def log_scalars(self, step: int, scalars: Mapping[str, float]) -> None:
-        """Write scalars to the run's trackers (:mod:`llm_gym.trackers`): TensorBoard (``<run>/tb``), and W&B
+        """Write scalars to the run's trackers (:mod:`llm_gym.runs.trackers`): TensorBoard (``<run>/tb``), and W&B
         where the config says ``tracker=wandb``."""
         if self._writer is None:
-            from llm_gym.trackers import open_trackers
-
             # A resumed run hides what the stopped one logged after its checkpoint. Scalars *at* the checkpoint's
             # step were logged before it was written (the loops log, evaluate, then checkpoint), so they stay.
             purge = (
@@ -340,8 +338,6 @@ def find_run_dir(checkpoint: str | Path) -> Path:
 
 def trained_env_kwargs(checkpoint: str | Path | None) -> dict[str, Any]:
     """The env arguments the checkpoint's run trained with (none for a checkpoint outside a run directory)."""
-    from llm_gym.errors import LLMGymError
-
     if checkpoint is None:
         return {}
     try:
