@@ -47,7 +47,7 @@ AGENT_PLUGIN = """
         register(EchoAgent)
 """
 
-LEARNERS_WITH_QUICK = ("sft", "nanogpt_ppo", "reflection", "curriculum")
+LEARNERS_WITH_QUICK = ("ppo_lora", "sft", "nanogpt_ppo", "reflection", "curriculum")
 
 QUICK = """
 description = "Always action 1 on Kuhn poker: the smallest run there is"
