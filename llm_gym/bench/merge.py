@@ -7,6 +7,9 @@ each fill their own SQLite file; ``llm-gym bench --merge OTHER.sqlite`` copies t
 * Atomic: the whole merge is one transaction; a kill leaves this store as it was before the merge.
 * The other file is checked like any store (not SQLite, another program's database, damaged, a newer schema: one
   line, nothing written) and only ever opened read-only.
+* Exact evaluations travel the same way: those this store lacks (by their identity, entry and env hashes) are copied
+  in the same transaction, one already held is kept as it is; a file without the exact table (older stores) has none
+  to give, and this store gets the table only when one is copied.
 * One suite: ``bench --suite A --merge B.sqlite`` copies suite A's episodes only (and the entry records they use);
   the episodes of other suites are counted in the report and left where they are, and a file with none of A's is
   refused in one line naming the suites it does hold.
@@ -20,7 +23,14 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from llm_gym.bench.store import EpisodeStore, StoreError, check_existing, merge_machines
+from llm_gym.bench.store import (
+    EpisodeStore,
+    StoreError,
+    check_existing,
+    ensure_exact_table,
+    has_exact_table,
+    merge_machines,
+)
 
 
 @dataclass(frozen=True)
@@ -39,6 +49,8 @@ class MergeReport:
     """Entry identities (config, checkpoint, training) this store did not know."""
     left_out: dict[str, int] = dataclasses.field(default_factory=dict)
     """Episodes of other suites than the one merged, by suite (not copied)."""
+    exact: int = 0
+    """Exact evaluations this store did not hold (now added)."""
 
 
 def merge_store(store: EpisodeStore, other: str | Path, suite: str | None = None) -> MergeReport:
@@ -86,9 +98,19 @@ def _merge(store: EpisodeStore, source: sqlite3.Connection, name: str, suite: st
             if blob is not None:
                 store.conn.execute("INSERT INTO trajectories VALUES (?, ?)", (inserted[0], blob[0]))
                 trajectories += 1
-        used = "WHERE (entry, entry_hash) IN (SELECT entry, entry_hash FROM episodes WHERE suite=?)" if suite else ""
+        with_exact = has_exact_table(source)
+        exact = _merge_exact(store, source, where, arguments) if with_exact else 0
+        used, used_arguments = "", ()
+        if suite is not None:  # the entry records that the suite's episodes and exact evaluations name
+            used, used_arguments = (
+                "WHERE (entry, entry_hash) IN (SELECT entry, entry_hash FROM episodes WHERE suite=?)",
+                (suite,),
+            )
+            if with_exact:
+                used += " OR (entry, entry_hash) IN (SELECT entry, entry_hash FROM exact WHERE suite=?)"
+                used_arguments += (suite,)
         for entry, entry_hash, agent, config, checkpoint, training, machine in source.execute(
-            f"SELECT * FROM entries {used}", arguments
+            f"SELECT * FROM entries {used}", used_arguments
         ):
             ours = store.conn.execute(
                 "SELECT training, machine FROM entries WHERE entry=? AND entry_hash=?", (entry, entry_hash)
@@ -107,4 +129,16 @@ def _merge(store: EpisodeStore, source: sqlite3.Connection, name: str, suite: st
                 "UPDATE entries SET training=COALESCE(training, ?), machine=? WHERE entry=? AND entry_hash=?",
                 (training, json.dumps(machines, sort_keys=True), entry, entry_hash),
             )
-    return MergeReport(name, episodes, added, trajectories, entries, left_out)
+    return MergeReport(name, episodes, added, trajectories, entries, left_out, exact)
+
+
+def _merge_exact(store: EpisodeStore, source: sqlite3.Connection, where: str, arguments: tuple) -> int:
+    """Copy the exact evaluations ``source`` holds (of one suite with ``where``) that ``store`` lacks; the count."""
+    cursor = source.execute(f"SELECT * FROM exact {where}", arguments)
+    columns = [d[0] for d in cursor.description]
+    rows = cursor.fetchall()
+    if not rows:
+        return 0
+    ensure_exact_table(store.conn)
+    insert = f"INSERT INTO exact ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) ON CONFLICT DO NOTHING"
+    return sum(store.conn.execute(insert, row).rowcount for row in rows)

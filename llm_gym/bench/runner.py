@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_gym.bench.entries import ResolvedEntry, canonical_json, env_hash, keep_stored_identity, resolve_entry
+from llm_gym.bench.exact import ExactReport, run_exact
 from llm_gym.bench.recording import BenchEnvConfig, DetailsBoard, RecordingPolicy
 from llm_gym.bench.store import EpisodeRow, EpisodeStore
 from llm_gym.bench.suite import Suite, SuiteEnv
@@ -60,6 +61,8 @@ class BenchReport:
     """Entries not played, and why."""
     startup_seconds: float = 0.0
     """Of ``seconds``, the time spent starting Ray and its actors (0 for a local run)."""
+    exact: ExactReport | None = None
+    """The exact evaluations of the suite's ``exact`` envs (:mod:`llm_gym.bench.exact`); not in ``seconds``."""
 
     @property
     def episodes_per_second(self) -> float:
@@ -137,6 +140,13 @@ class UnitPlayer:
     def __init__(self) -> None:
         self._policies: dict[tuple[str, str, str], tuple[Any, Any]] = {}
 
+    def policy_for(self, entry: ResolvedEntry, env: SuiteEnv) -> tuple[Any, Any]:
+        """The policy ``entry`` plays ``env`` with and the env config it plays on (made once, then kept)."""
+        key = (entry.name, entry.entry_hash, env.label)
+        if key not in self._policies:
+            self._policies[key] = entry.policy(env)
+        return self._policies[key]
+
     def play(
         self,
         suite: str,
@@ -149,10 +159,7 @@ class UnitPlayer:
     ) -> None:
         """Play ``unit``, handing each finished episode to ``sink``; ``on_steps(n)`` hears of every lockstep step
         (``n`` envs acted), so that progress moves within episodes that last an hour (an LM on a 1000-step game)."""
-        key = (entry.name, entry.entry_hash, env.label)
-        if key not in self._policies:
-            self._policies[key] = entry.policy(env)
-        policy, env_config = self._policies[key]
+        policy, env_config = self.policy_for(entry, env)
         # Details are collected whenever the policy reports them (tokens per episode); steps only when recording.
         board = DetailsBoard() if (record or hasattr(policy, "act_with_details")) else None
         finished: dict[int, list[dict[str, Any]]] | None = {} if record else None
@@ -228,6 +235,10 @@ def run_suite(
     """Play every episode of ``suite`` that ``store`` does not hold, storing each as it finishes."""
     resolved, skipped = resolve_entries(suite, store)
     machine = machine_info()
+    envs = {env.label: env for env in suite.envs}
+    chunk = min(e.num_envs or suite.num_envs for e in suite.entries) if (ray or ray_address) else None
+    units, stored = plan(suite, resolved, store, chunk)
+    playing = {unit.entry for unit in units}
     for identity in resolved.values():
         training = None
         if identity.checkpoint:
@@ -241,15 +252,14 @@ def run_suite(
             dataclasses.asdict(identity.config),
             str(identity.checkpoint) if identity.checkpoint else None,
             training,
-            machine,
+            # The machines that played its episodes: one with nothing to play (a rerun, exact values only) is not one.
+            machine if identity.name in playing else {},
         )
-    envs = {env.label: env for env in suite.envs}
-    chunk = min(e.num_envs or suite.num_envs for e in suite.entries) if (ray or ray_address) else None
-    units, stored = plan(suite, resolved, store, chunk)
     total = sum(len(u) for u in units)
     played, startup = 0, 0.0
     start = time.perf_counter()
     remote = bool(ray or ray_address)
+    player = UnitPlayer()  # local episodes and the exact evaluations after them share its policies
     with _progress(progress, total, suite.name, count_steps=not remote) as bar:
 
         def sink(row: EpisodeRow, trajectory: Any) -> None:
@@ -265,11 +275,12 @@ def run_suite(
 
             startup = run_on_ray(suite.name, units, resolved, envs, record, sink, address=ray_address, workers=workers)
         else:
-            player = UnitPlayer()
             on_steps = bar.steps if bar.shows_steps else None  # no wrapper around the policy without a bar
             for unit in units:
                 player.play(suite.name, resolved[unit.entry], envs[unit.env_label], unit, record, sink, on_steps)
-    return BenchReport(total + stored, stored, played, time.perf_counter() - start, skipped, startup)
+    seconds = time.perf_counter() - start
+    exact = run_exact(suite, resolved, store, player.policy_for, machine, progress=progress)
+    return BenchReport(total + stored, stored, played, seconds, skipped, startup, exact)
 
 
 def machine_info() -> dict[str, Any]:

@@ -6,6 +6,10 @@
   episodes still being played, never half a row.
 * The file is marked as ours with SQLite's ``application_id`` header field. A file that is not SQLite, or a SQLite
   database of something else, is refused with a clear error and never written to.
+* Exact evaluations (:mod:`llm_gym.bench.exact`) sit in their own table, one row per (entry, env) identity. It is
+  made with ``CREATE TABLE IF NOT EXISTS`` when the first one is stored, so schema 1 stays schema 1: a store written
+  before the table existed opens and renders as it did (reading it writes nothing), and an older llm-gym opens a
+  store that has the table and leaves the table alone.
 """
 
 from __future__ import annotations
@@ -75,6 +79,24 @@ CREATE TABLE entries (
 """
 
 
+_EXACT_SCHEMA = """
+CREATE TABLE IF NOT EXISTS exact (
+    entry TEXT NOT NULL,
+    entry_hash TEXT NOT NULL,
+    env_label TEXT NOT NULL,
+    env_hash TEXT NOT NULL,
+    suite TEXT NOT NULL,
+    result TEXT NOT NULL,
+    seconds REAL NOT NULL,
+    machine TEXT NOT NULL,
+    llm_gym_version TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (entry, entry_hash, env_label, env_hash)
+)
+"""
+"""One exact evaluation per (entry, env) identity, the same identity as its episodes'."""
+
+
 class StoreError(LLMGymError):
     """A results file that cannot be used (not SQLite, another program's database, a newer schema)."""
 
@@ -113,6 +135,24 @@ class EpisodeRow:
     llm_gym_version: str
     final_info: Mapping[str, Any] = field(default_factory=dict)
     id: int | None = None
+
+
+@dataclass(frozen=True)
+class ExactRow:
+    """One stored exact evaluation of an entry on an env (``result`` is :meth:`llm_gym.exact.ExactResult.as_dict`)."""
+
+    entry: str
+    entry_hash: str
+    env_label: str
+    env_hash: str
+    suite: str
+    result: Mapping[str, Any]
+    seconds: float
+    """Wall time of the evaluation."""
+    machine: Mapping[str, Any]
+    """Where it was computed (:func:`llm_gym.bench.runner.machine_info`)."""
+    llm_gym_version: str
+    created_at: float = 0.0
 
 
 class EpisodeStore:
@@ -182,6 +222,44 @@ class EpisodeStore:
                 ),
             )
 
+    def add_exact(self, row: ExactRow) -> bool:
+        """Store one exact evaluation in one transaction; False when that identity's evaluation was already stored
+        (the first one stays)."""
+        values = asdict(row)
+        values["result"] = json.dumps(values["result"], sort_keys=True, default=str)
+        values["machine"] = json.dumps(values["machine"], sort_keys=True, default=str)
+        values["created_at"] = values["created_at"] or time.time()
+        columns = ", ".join(values)
+        marks = ", ".join(f":{k}" for k in values)
+        with writing(self.path, "the results stored before are kept"), self.conn:
+            ensure_exact_table(self.conn)
+            cursor = self.conn.execute(f"INSERT INTO exact ({columns}) VALUES ({marks}) ON CONFLICT DO NOTHING", values)
+            return cursor.rowcount == 1
+
+    def has_exact(self, entry: str, entry_hash: str, env_label: str, env_hash: str) -> bool:
+        """Whether the exact evaluation of this (entry, env) identity is stored."""
+        if not has_exact_table(self.conn):
+            return False
+        row = self.conn.execute(
+            "SELECT 1 FROM exact WHERE entry=? AND entry_hash=? AND env_label=? AND env_hash=?",
+            (entry, entry_hash, env_label, env_hash),
+        )
+        return row.fetchone() is not None
+
+    def exact_results(self, suite: str | None = None) -> list[ExactRow]:
+        """Stored exact evaluations (of one suite), in a stable order: entry, env label, then oldest first."""
+        if not has_exact_table(self.conn):
+            return []
+        where, params = ("WHERE suite=?", (suite,)) if suite is not None else ("", ())
+        cursor = self.conn.execute(f"SELECT * FROM exact {where} ORDER BY entry, env_label, created_at", params)
+        names = [d[0] for d in cursor.description]
+        out = []
+        for values in cursor:
+            data = dict(zip(names, values, strict=True))
+            data["result"], data["machine"] = json.loads(data["result"]), json.loads(data["machine"])
+            out.append(ExactRow(**data))
+        return out
+
     def entry_info(self) -> dict[tuple[str, str], dict[str, Any]]:
         """``(entry, entry_hash) -> {agent, config, checkpoint, training, machine}``."""
         out = {}
@@ -232,6 +310,17 @@ class EpisodeStore:
 
     def trajectory_ids(self) -> list[int]:
         return [int(r[0]) for r in self.conn.execute("SELECT episode_id FROM trajectories ORDER BY episode_id")]
+
+
+def has_exact_table(conn: sqlite3.Connection) -> bool:
+    """Whether a store holds the exact table (stores that never stored an exact evaluation do not)."""
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='exact'").fetchone()
+    return found is not None
+
+
+def ensure_exact_table(conn: sqlite3.Connection) -> None:
+    """Make the exact table where it is missing (inside the caller's transaction)."""
+    conn.execute(_EXACT_SCHEMA)
 
 
 def machines_of(machine: Mapping[str, Any]) -> list[dict[str, Any]]:

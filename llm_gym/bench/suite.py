@@ -19,6 +19,7 @@ A suite lives in ``benchmarks/suites/<name>.toml`` (or any path). Its shape::
     task_ids = [0]                # cycled over episodes, in every split...
     split_task_ids = { heldout = [2_000_000_000] }   # ...or per split
     game = "breakout"             # what the leaderboard aggregates over (default: the label)
+    exact = true                  # small OpenSpiel games against random: also evaluate every entry exactly
 
     [[entries]]
     name = "random"
@@ -42,7 +43,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from llm_gym.errors import ConfigError, UnknownNameError
+from llm_gym.errors import ConfigError, UnknownNameError, UnsupportedEnvError
 from llm_gym.evaluation import HELDOUT_SEED
 
 SUITES_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "suites"
@@ -84,6 +85,9 @@ class SuiteEnv:
     """Task ids of one split, replacing ``task_ids`` there (held-out Trace programs, say)."""
     game: str = ""
     """The game this env counts for in aggregates (several labels may share one, e.g. text and ascii views)."""
+    exact: bool = False
+    """Also evaluate every entry that plays this env exactly, once (:mod:`llm_gym.bench.exact`): a small OpenSpiel
+    game against the uniformly random opponent. Not part of the env's identity: its episodes keep their hash."""
 
     def tasks_for(self, split: str) -> list[int]:
         return [int(t) for t in self.split_task_ids.get(split, self.task_ids)]
@@ -232,7 +236,7 @@ def load_suite(name_or_path: str | Path, directory: Path = SUITES_DIR) -> Suite:
 
 
 _SUITE_KEYS = {"description", "include", "episodes", "max_steps", "num_envs", "splits", "envs", "entries"}
-_ENV_KEYS = {"label", "id", "args", "episodes", "max_steps", "task_ids", "split_task_ids", "game"}
+_ENV_KEYS = {"label", "id", "args", "episodes", "max_steps", "task_ids", "split_task_ids", "game", "exact"}
 _ENTRY_KEYS = {"name", "agent", "set", "checkpoint", "envs", "splits", "num_envs", "trained_on"}
 
 
@@ -269,8 +273,11 @@ def parse_suite(data: Mapping[str, Any], path: Path) -> Suite:
                 task_ids=tuple(raw.get("task_ids", ())),
                 split_task_ids={k: tuple(v) for k, v in raw.get("split_task_ids", {}).items()},
                 game=str(raw.get("game", label)),
+                exact=_get(raw, "exact", bool, at) if "exact" in raw else False,
             )
         )
+        if envs[-1].exact:
+            _check_exact(envs[-1], at)
     _unique([e.label for e in envs], "env label", where)
     entries = []
     for i, raw in enumerate(data.get("entries") or []):
@@ -305,6 +312,33 @@ def parse_suite(data: Mapping[str, Any], path: Path) -> Suite:
     if not envs or not entries:
         raise ConfigError(f"{where}: a suite needs at least one [[envs]] and one [[entries]]")
     return Suite(path.stem, path, str(data.get("description", "")), splits, envs, entries, int(data.get("num_envs", 4)))
+
+
+def _check_exact(env: SuiteEnv, where: str) -> None:
+    """An env marked ``exact`` that exact evaluation cannot walk, or whose episodes are not the games it walks (other
+    task ids, a step cap that cuts them), is one line when the suite loads, before anything plays."""
+    from llm_gym.agent import EnvConfig
+    from llm_gym.exact import check_exact_env  # open_spiel: only where an env asks for exact values
+
+    at = f"{where} ({env.label}): exact = true, but"
+    if env.task_ids or env.split_task_ids:
+        raise ConfigError(f"{at} exact evaluation walks the env's default game, not task ids: drop task_ids or exact")
+    config = EnvConfig(env.env_id, dict(env.args))
+    try:
+        check_exact_env(config)
+    except (ConfigError, UnsupportedEnvError) as exc:
+        raise ConfigError(f"{at} {exc}") from exc
+    made = config.make()
+    try:
+        made.reset(seed=0)  # loads the game, and with it the cap on the learner's turns
+        turns = made.unwrapped.max_turns
+    finally:
+        made.close()
+    if env.max_steps is not None and env.max_steps < turns:
+        raise ConfigError(
+            f"{at} max_steps = {env.max_steps} cuts episodes that exact evaluation walks to the end ({turns} turns): "
+            "raise max_steps or drop exact"
+        )
 
 
 def _merge_entries(mine: list[SuiteEntry], theirs: Sequence[SuiteEntry], where: str) -> list[SuiteEntry]:

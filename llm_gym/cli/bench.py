@@ -125,13 +125,16 @@ def bench(
             "episodes_per_second": round(report.episodes_per_second, 3),
             "skipped": report.skipped,
         }
+        if report.exact is not None and report.exact.planned:
+            result["exact"] = dataclasses.asdict(report.exact)
     if as_json:
         print_json(result)
         return
     for m in merged:
         console.print(
             f"merged {m.source}: {m.added} of its {m.episodes} episodes of suite {chosen.name} were new "
-            f"({m.trajectories} trajectories, {m.entries} new entry records); store {store_path}"
+            f"({m.trajectories} trajectories, {m.entries} new entry records, {m.exact} new exact values); "
+            f"store {store_path}"
         )
         if m.left_out:
             others = ", ".join(f"{n} of suite {s}" for s, n in m.left_out.items())
@@ -145,6 +148,14 @@ def bench(
             f"suite {chosen.name}: {report.played} episodes played, {report.already_stored} already stored "
             f"({report.planned} in the suite) in {report.seconds:.1f} s; store {store_path}"
         )
+    if report is not None and report.exact is not None and report.exact.planned:
+        done = report.exact
+        console.print(
+            f"exact values: {done.computed} computed, {done.already_stored} already stored ({done.planned} "
+            f"(entry, env) pairs in the suite) in {done.seconds:.1f} s"
+        )
+        for pair, reason in done.failed.items():
+            err_console.print(f"warning: no exact values for {pair}: {reason}", markup=False, soft_wrap=True)
     if index is not None:
         err_console.print(f"leaderboard: {index.parent / 'leaderboard.md'} and {index}")
     if readme_changed is not None:

@@ -14,6 +14,7 @@ from html import escape as escape_html
 from pathlib import Path
 
 from llm_gym.atomic import writing
+from llm_gym.bench.render.exact import exact_tables, write_exact_lines
 from llm_gym.bench.render.html import render_html
 from llm_gym.bench.render.markdown import escape_markdown, render_markdown
 from llm_gym.bench.render.plots import aggregate_plot, curve_plot, family_plot
@@ -53,7 +54,8 @@ def render_leaderboard(store: EpisodeStore, suite: str, out: str | Path) -> Path
 def _render_into(out: Path, store: EpisodeStore, suite: str, rows: list, board: Leaderboard) -> None:
     (out / "plots").mkdir()
     plots = _plots(board, out / "plots")
-    tables = all_tables(board)
+    exact = store.exact_results(suite)
+    tables = all_tables(board) + exact_tables(board, exact)
     by_id = {r.id: r for r in rows}
     if board.trajectories:
         (out / "trajectories").mkdir()
@@ -69,6 +71,7 @@ def _render_into(out: Path, store: EpisodeStore, suite: str, rows: list, board: 
     with (out / "results.jsonl").open("w") as handle:
         for row in sorted(rows, key=lambda r: r.id or 0):
             handle.write(json.dumps(dataclasses.asdict(row), sort_keys=True, default=str) + "\n")
+        write_exact_lines(handle, exact)
 
 
 def _move_into_place(staging: Path, out: Path) -> None:

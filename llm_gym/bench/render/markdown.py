@@ -18,6 +18,7 @@ SECTIONS = {
     "aggregate": "Comparisons: entries ranked only on the envs all of them played",
     "atari": "Atari",
     "openspiel": "OpenSpiel (opponent ladder)",
+    "exact": "Exact values (small games against random)",
     "trace": "Trace",
     "training": "Training",
     "trajectories": "Trajectories",
