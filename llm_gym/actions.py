@@ -256,7 +256,7 @@ class TextActions(gym.Wrapper):
 
     def state_dict(self) -> dict[str, Any]:
         """What the next step parses against (the latest legal actions and names) and the episode's invalid count;
-        :mod:`llm_gym.snapshots` saves it beside the env's own snapshot."""
+        :mod:`llm_gym.envs.snapshots` saves it beside the env's own snapshot."""
         keep = ("legal_actions", "action_names", "action_mask")
         return {"info": {k: self._info[k] for k in keep if k in self._info}, "invalid": self._invalid}
 

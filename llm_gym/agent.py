@@ -197,7 +197,7 @@ class Agent(abc.ABC):
         ``summary.json``).
 
         A learner that can train on tasks chosen by someone else also takes ``sampler``, a
-        :class:`llm_gym.tasks.TaskSampler` (the ``curriculum`` agent passes one), and hands it to its
+        :class:`llm_gym.envs.tasks.TaskSampler` (the ``curriculum`` agent passes one), and hands it to its
         :class:`llm_gym.stepping.EnvStepper`, whose state (sampler included) goes into every checkpoint.
         """
 

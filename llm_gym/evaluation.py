@@ -15,10 +15,10 @@ from typing import Any
 
 from llm_gym.agent import EnvConfig, Policy
 from llm_gym.envs.catalog import render_modes
+from llm_gym.envs.tasks import TaskSampler
+from llm_gym.envs.video import VideoWarning, VideoWriter
 from llm_gym.errors import UnsupportedEnvError
 from llm_gym.stepping import EnvStepper, Episode, VectorKind, make_vector_env
-from llm_gym.tasks import TaskSampler
-from llm_gym.video import VideoWarning, VideoWriter
 
 __all__ = ["HELDOUT_SEED", "EpisodeResult", "Stopwatch", "VideoWarning", "VideoWriter", "run_episodes"]
 

@@ -32,6 +32,9 @@ from gymnasium.vector.utils import iterate
 from llm_gym.actions import TextActions
 from llm_gym.envs.catalog import EnvConfig
 from llm_gym.envs.protocol import takes_text
+from llm_gym.envs.snapshots import can_store, capture, restore
+from llm_gym.envs.tasks import TaskSampler
+from llm_gym.envs.video import RecordFirstEpisode
 from llm_gym.envs.wrappers import (
     BOX_KEY,
     EPISODE_KEY,
@@ -42,9 +45,6 @@ from llm_gym.envs.wrappers import (
     EpisodeStats,
     Pausable,
 )
-from llm_gym.snapshots import can_store, capture, restore
-from llm_gym.tasks import TaskSampler
-from llm_gym.video import RecordFirstEpisode
 
 VectorKind = Literal["sync", "async"]
 

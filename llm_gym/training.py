@@ -24,18 +24,18 @@ from rich.table import Column
 from llm_gym.agent import EnvConfig, Policy
 from llm_gym.callbacks import Callback, should_stop
 from llm_gym.envs.catalog import evaluation_overrides, training_defaults
+from llm_gym.envs.state_codec import StateCodecError, dumps, loads
+from llm_gym.envs.tasks import TaskSampler, UniformTaskSampler
 from llm_gym.errors import CheckpointError, ConfigError
 from llm_gym.evaluation import run_episodes
 from llm_gym.runs import Run
-from llm_gym.state_codec import StateCodecError, dumps, loads
 from llm_gym.stats import mean_ci95
 from llm_gym.stepping import EnvStepper
-from llm_gym.tasks import TaskSampler, UniformTaskSampler
 
 BEST = "best"
 """The checkpoint name of the best evaluation so far (``checkpoints/best``)."""
 ENVS_FILE, TASKS_FILE = "envs.json", "tasks.json"
-"""In a checkpoint: the stepper's state (:mod:`llm_gym.state_codec`: data, not code), and a task sampler's state."""
+"""In a checkpoint: the stepper's state (:mod:`llm_gym.envs.state_codec`: data, not code), and a task sampler's state."""
 LEGACY_ENVS_FILE = "envs.pkl"
 """What checkpoints held before: a pickle, loaded only with ``LLM_GYM_TRUST_PICKLE=1`` (unpickling runs code)."""
 TRUST_PICKLE_VARIABLE = "LLM_GYM_TRUST_PICKLE"
@@ -139,7 +139,18 @@ def _load_legacy(path: Path) -> dict[str, Any]:
             f"is not loaded; if you made this run directory yourself, resume with {TRUST_PICKLE_VARIABLE}=1"
         )
     with open(path, "rb") as handle:
-        return pickle.load(handle)  # the user said this run directory is theirs (LLM_GYM_TRUST_PICKLE=1)
+        return _LegacyUnpickler(handle).load()  # the user said this run directory is theirs (LLM_GYM_TRUST_PICKLE=1)
+
+
+class _LegacyUnpickler(pickle.Unpickler):
+    """Reads an old ``envs.pkl`` whose classes have since moved to other modules."""
+
+    MOVED = {"llm_gym.snapshots": "llm_gym.envs.snapshots", "llm_gym.tasks": "llm_gym.envs.tasks"}
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "llm_gym.tasks" and name in ("StagedCurriculum", "FailureReplay", "Stage"):
+            module = "llm_gym.agents.curriculum.samplers"
+        return super().find_class(self.MOVED.get(module, module), name)
 
 
 def load_optimizer_state(optimizer: Any, scheduler: Any, optimizer_state: Any, scheduler_state: Any) -> None:

@@ -181,7 +181,7 @@ def test_a_trusted_legacy_pickle_still_resumes(run: Path) -> None:
     """LLM_GYM_TRUST_PICKLE=1 is the documented way to resume a run directory of one's own from before envs.json."""
     import pickle
 
-    from llm_gym.state_codec import loads
+    from llm_gym.envs.state_codec import loads
 
     newest = run / "checkpoints" / "step_192"
     state = loads((newest / "envs.json").read_bytes())

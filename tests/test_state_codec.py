@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import llm_gym  # noqa: F401  (registers the envs)
-from llm_gym import state_codec
-from llm_gym.snapshots import can_store
-from llm_gym.state_codec import StateCodecError, dumps, loads
+from llm_gym.envs import state_codec
+from llm_gym.envs.snapshots import can_store
+from llm_gym.envs.state_codec import StateCodecError, dumps, loads
 
 
 def test_an_atari_snapshot_comes_back_and_replays_the_same_frames() -> None:

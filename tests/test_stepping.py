@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from llm_gym.agents.baselines import ScriptedPolicy
+from llm_gym.agents.curriculum.samplers import FailureReplay
 from llm_gym.envs.catalog import EnvConfig
+from llm_gym.envs.tasks import TaskRange, UniformTaskSampler
 from llm_gym.stepping import EnvStepper, make_vector_env
-from llm_gym.tasks import FailureReplay, TaskRange, UniformTaskSampler
 
 PONG = EnvConfig("LLMPong-text-v0")
 

@@ -7,12 +7,9 @@ import random
 
 import pytest
 
-from llm_gym.errors import ConfigError
-from llm_gym.tasks import (
-    FailureReplay,
+from llm_gym.agents.curriculum.samplers import FailureReplay, Stage, StagedCurriculum
+from llm_gym.envs.tasks import (
     OptionsMix,
-    Stage,
-    StagedCurriculum,
     TaskRange,
     TaskSampler,
     UniformTaskSampler,
@@ -20,6 +17,7 @@ from llm_gym.tasks import (
     is_success,
     options_key,
 )
+from llm_gym.errors import ConfigError
 
 WIN, LOSS, DRAW = {"score": 1.0}, {"score": 0.0}, {"score": 0.5}
 

@@ -1,7 +1,7 @@
 """The ``curriculum`` agent: any learner plugin, fed by a staged curriculum with a failure-replay buffer.
 
-It trains nothing itself. It builds a :class:`~llm_gym.tasks.StagedCurriculum` (behind a
-:class:`~llm_gym.tasks.FailureReplay` buffer) from the stages in its config, and hands it to the base learner's
+It trains nothing itself. It builds a :class:`~llm_gym.agents.curriculum.samplers.StagedCurriculum` (behind a
+:class:`~llm_gym.agents.curriculum.samplers.FailureReplay` buffer) from the stages in its config, and hands it to the base learner's
 ``train(..., sampler=...)``: the learner's stepping path resets every finished env with the sampler's next options
 and reports each episode back, and keeps the sampler's state in every checkpoint, so ``--resume`` continues with
 the same stage, window and buffer. Modules: ``config``, ``stages`` (stage tables, checked), ``train`` (the wrapper).

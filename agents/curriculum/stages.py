@@ -1,4 +1,4 @@
-"""Stage tables (``[[stages]]`` in a TOML config) -> :class:`~llm_gym.tasks.Stage` objects, checked against the env.
+"""Stage tables (``[[stages]]`` in a TOML config) -> :class:`~llm_gym.agents.curriculum.samplers.Stage` objects, checked against the env.
 
 A stage table has ``name``, ``tasks`` (``"first-last"``, ``[first, last]`` or one id), ``threshold`` (success rate
 over the window that moves on to the next stage), optionally ``window`` and ``demote_below``, and the reset options
@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from llm_gym.agents.curriculum.samplers import Stage, check_stages
+from llm_gym.envs.tasks import TaskRange
 from llm_gym.errors import ConfigError, suggest
-from llm_gym.tasks import Stage, TaskRange, check_stages
 
 STAGE_KEYS = ("name", "tasks", "threshold", "window", "demote_below")
 FAMILY_OPTIONS: dict[str, tuple[str, ...]] = {

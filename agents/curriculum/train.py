@@ -12,12 +12,13 @@ from typing import Any
 from llm_gym.agent import Agent, EnvConfig
 from llm_gym.agents.curriculum.config import PASSED_TO_BASE, CurriculumConfig
 from llm_gym.agents.curriculum.report import print_stage_evaluation, stage_evaluation
+from llm_gym.agents.curriculum.samplers import FailureReplay, StagedCurriculum
 from llm_gym.agents.curriculum.stages import default_stage_tables, parse_stages
 from llm_gym.callbacks import Callback
 from llm_gym.config import apply_overrides
+from llm_gym.envs.tasks import TaskSampler
 from llm_gym.errors import ConfigError
 from llm_gym.runs import Run
-from llm_gym.tasks import FailureReplay, StagedCurriculum, TaskSampler
 
 
 def base_agent(config: CurriculumConfig) -> Agent:

@@ -15,8 +15,8 @@ from llm_gym.agents.nanogpt_ppo.config import NanoGPTPPOConfig
 from llm_gym.agents.nanogpt_ppo.model import NanoGPTActorCritic
 from llm_gym.agents.nanogpt_ppo.policy import NanoGPTPolicy, env_for, load_network, network_shape
 from llm_gym.callbacks import Callback
+from llm_gym.envs.tasks import TaskSampler
 from llm_gym.runs import Run
-from llm_gym.tasks import TaskSampler
 
 
 class NanoGPTPPOAgent(Agent):

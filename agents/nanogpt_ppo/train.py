@@ -25,10 +25,10 @@ from llm_gym.agents.nanogpt_ppo.model import NanoGPTActorCritic, distribution_te
 from llm_gym.agents.nanogpt_ppo.policy import NanoGPTPolicy, env_for, load_network, network_shape, save_network
 from llm_gym.agents.nanogpt_ppo.tokenizer import CharTokenizer
 from llm_gym.callbacks import Callback
+from llm_gym.envs.tasks import TaskSampler
 from llm_gym.rl import cosine_schedule, explained_variance, ppo_losses
 from llm_gym.runs import Run
 from llm_gym.stepping import EnvStepper, make_vector_env
-from llm_gym.tasks import TaskSampler
 from llm_gym.training import (
     Clock,
     Counters,

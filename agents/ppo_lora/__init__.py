@@ -16,8 +16,8 @@ import llm_gym
 from llm_gym.agent import Agent, EnvConfig, Policy
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.callbacks import Callback
+from llm_gym.envs.tasks import TaskSampler
 from llm_gym.runs import Run
-from llm_gym.tasks import TaskSampler
 
 
 class PPOLoRAAgent(Agent):

@@ -53,6 +53,7 @@ from llm_gym.agents.ppo_lora.update import ppo_update, value_warmup_update
 from llm_gym.callbacks import Callback
 from llm_gym.envs.catalog import EnvTraits
 from llm_gym.envs.protocol import legal_choices
+from llm_gym.envs.tasks import OptionsMix, TaskSampler
 from llm_gym.errors import ConfigError, UnsupportedEnvError
 from llm_gym.exact import ExactResult, check_exact_env, evaluate_exact
 from llm_gym.lm.runtime import configure_threads
@@ -67,7 +68,6 @@ from llm_gym.rl import (
 from llm_gym.runs import Run
 from llm_gym.stats import mean_ci95
 from llm_gym.stepping import EnvStepper, make_vector_env
-from llm_gym.tasks import OptionsMix, TaskSampler
 
 EVAL_SEED_OFFSET = 10_000
 """Evaluation episodes use seeds seed + 10,000 + i: the same at every evaluation, apart from training's first ones."""

@@ -39,10 +39,10 @@ from llm_gym.demos.record import Answerer, DemoSummary, record_demos, trace_expe
 from llm_gym.demos.tree import record_demo_tree
 from llm_gym.envs.catalog import env_family, env_ids, env_spec
 from llm_gym.envs.catalog import make as make_env
+from llm_gym.envs.tasks import TaskRange
 from llm_gym.errors import ConfigError, UnsupportedEnvError
 from llm_gym.plugins import get_agent
 from llm_gym.stats import mean_ci95
-from llm_gym.tasks import TaskRange
 
 DEFAULT_EPISODES = 10
 """``--episodes`` when not given."""

@@ -35,11 +35,11 @@ from llm_gym.cli.play_report import print_episodes
 from llm_gym.cli.task_report import episode_task_ids, has_outcomes, outcome, per_game
 from llm_gym.envs.catalog import env_family, env_spec, evaluation_overrides, render_modes, reward_only_args
 from llm_gym.envs.catalog import make as make_env
+from llm_gym.envs.tasks import TaskRange
 from llm_gym.errors import ConfigError, LLMGymError, UnknownNameError, UnsupportedEnvError
 from llm_gym.evaluation import HELDOUT_SEED, Stopwatch, VideoWarning, run_episodes
 from llm_gym.plugins import get_agent
 from llm_gym.stats import mean_ci95
-from llm_gym.tasks import TaskRange
 
 
 @cli_errors

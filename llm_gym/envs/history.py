@@ -10,7 +10,7 @@ The history lives in the env, not in the policy: the env knows where its episode
 so ``--env-arg history=K`` and the LM agents' ``history`` setting work with every env id. The move is the action's
 name as the env lists it (``info["action_names"]``), or the text itself on envs whose action is text.
 
-The turns are part of where an episode stands, so the wrapper is :class:`~llm_gym.snapshots.Stateful`: a resumed
+The turns are part of where an episode stands, so the wrapper is :class:`~llm_gym.envs.snapshots.Stateful`: a resumed
 run's next prompt shows the same turns as the uninterrupted run's would.
 """
 

@@ -1,7 +1,7 @@
 """The wrappers every stepped env wears (:func:`llm_gym.stepping.make_vector_env` puts them on): one that counts an
 episode's statistics, and one that hands the info dict through a vector env untouched.
 
-Both keep their counters in public ``state_dict`` / ``load_state_dict`` methods, so :mod:`llm_gym.snapshots` can
+Both keep their counters in public ``state_dict`` / ``load_state_dict`` methods, so :mod:`llm_gym.envs.snapshots` can
 put an env back exactly without reaching into private fields.
 """
 

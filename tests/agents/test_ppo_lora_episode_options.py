@@ -11,9 +11,9 @@ import pytest
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.testing import tiny_config
 from llm_gym.agents.ppo_lora.testing import train as train_ppo
+from llm_gym.envs.tasks import TaskRange, UniformTaskSampler
 from llm_gym.errors import ConfigError
 from llm_gym.runs import Run
-from llm_gym.tasks import TaskRange, UniformTaskSampler
 
 TTT = "OpenSpiel-tic_tac_toe-v0"
 MIX = ({"opponent": "random"}, {"opponent": "mcts", "mcts": {"simulations": 4}})

@@ -19,11 +19,11 @@ from llm_gym.agents.ppo_lora.testing import tiny_config, train
 from llm_gym.agents.ppo_lora.update import ppo_update
 from llm_gym.envs.catalog import EnvTraits
 from llm_gym.envs.history import TURNS_KEY
+from llm_gym.envs.snapshots import capture, restore
 from llm_gym.evaluation import run_episodes
 from llm_gym.lm.backends.hf import HFBackend
 from llm_gym.lm.backends.vllm_backend import vllm_available
 from llm_gym.lm.models import load_causal_lm
-from llm_gym.snapshots import capture, restore
 from llm_gym.stepping import EnvStepper, make_vector_env
 
 ENV = EnvConfig("LLMBreakout-text-v0", {"history": 3})

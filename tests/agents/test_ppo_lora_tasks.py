@@ -12,13 +12,14 @@ import pytest
 import torch
 
 import llm_gym  # noqa: F401  (registers the envs)
+from llm_gym.agents.curriculum.samplers import FailureReplay, Stage, StagedCurriculum
 from llm_gym.agents.ppo_lora import train as ppo_train
 from llm_gym.agents.ppo_lora.acting import act, strategy_for
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.rollout import cache_common_rules
 from llm_gym.agents.ppo_lora.testing import tiny_config
+from llm_gym.envs.tasks import TaskRange
 from llm_gym.lm.policy import LMPolicy
-from llm_gym.tasks import FailureReplay, Stage, StagedCurriculum, TaskRange
 from llm_gym.training import evaluation_sampler
 
 ENV = "OpenSpiel-v0"

@@ -206,5 +206,8 @@ def test_the_viewer_shows_a_checkpoints_value_estimates_in_chromium(
     points = re.search(r'<polyline points="([^"]+)"', dom).group(1).split()
     assert len(points) == len(steps)
     low, high = min(s["value"] for s in steps), max(s["value"] for s in steps)
-    assert f"value estimate per step, {low:.3f} to {high:.3f}" in dom
-    assert re.search(r'<line y1="0" y2="90" stroke="#c0392b" x1="4" x2="4">', dom)
+    assert f"value estimate at each step, {low:.3f} to {high:.3f}" in dom
+    assert re.search(r'<line y1="10" y2="116" stroke="#c0392b" x1="64" x2="64">', dom)
+    # Labelled axes: the value's range on the left, steps 1..N below, and what each axis is.
+    labels = re.findall(r"<text [^>]*>([^<]*)</text>", dom)
+    assert {f"{low:.3f}", f"{high:.3f}", "1", str(len(steps)), "step", "value estimate"} <= set(labels), labels

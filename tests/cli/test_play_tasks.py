@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 
 from llm_gym.cli import build_app
 from llm_gym.cli.task_report import episode_task_ids
+from llm_gym.envs.tasks import TaskRange
 from llm_gym.stats import wilson_ci95
-from llm_gym.tasks import TaskRange
 
 
 def test_small_ranges_are_played_in_order_large_ones_drawn() -> None:

@@ -7,7 +7,7 @@ Gymnasium's own wrappers hold nothing a reset does not set, so restoring = reset
 
 Snapshots are taken of the sub-envs of a :class:`~gymnasium.vector.SyncVectorEnv`; an ``AsyncVectorEnv`` keeps its
 envs in other processes, so it gives None, as do envs without ``clone_state`` or whose snapshot the state file
-cannot hold (:mod:`llm_gym.state_codec`: data only; OpenSpiel's hold live C++ states): the caller then starts new
+cannot hold (:mod:`llm_gym.envs.state_codec`: data only; OpenSpiel's hold live C++ states): the caller then starts new
 episodes on resume.
 """
 
@@ -20,7 +20,7 @@ import gymnasium as gym
 from gymnasium.vector import SyncVectorEnv, VectorEnv
 
 from llm_gym.envs.protocol import Snapshotting
-from llm_gym.state_codec import can_encode
+from llm_gym.envs.state_codec import can_encode
 
 
 @runtime_checkable
@@ -42,12 +42,8 @@ class EnvSnapshot:
 
 
 def can_store(value: Any) -> bool:
-    """Whether ``value`` can go into a checkpoint's env state file (:mod:`llm_gym.state_codec`)."""
+    """Whether ``value`` can go into a checkpoint's env state file (:mod:`llm_gym.envs.state_codec`)."""
     return can_encode(value)
-
-
-can_pickle = can_store
-"""The old name (checkpoints were pickles once); :mod:`llm_gym.stepping` still imports it."""
 
 
 def capture(envs: VectorEnv) -> list[EnvSnapshot] | None:

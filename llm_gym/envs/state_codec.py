@@ -1,4 +1,4 @@
-"""Env state as data, not code: a JSON encoding of what :mod:`llm_gym.snapshots` and the stepper save.
+"""Env state as data, not code: a JSON encoding of what :mod:`llm_gym.envs.snapshots` and the stepper save.
 
 A checkpoint's env state used to be a pickle, and unpickling a file from a run directory someone else made runs
 whatever code they put in it (the manifest's checksums do not help: whoever crafts the file re-hashes it). This
@@ -52,7 +52,7 @@ def _ale_from_bytes(data: bytes) -> Any:
 
 
 TYPES: dict[str, _Entry] = {
-    "EnvSnapshot": _Entry("llm_gym.snapshots:EnvSnapshot"),
+    "EnvSnapshot": _Entry("llm_gym.envs.snapshots:EnvSnapshot"),
     "AtariSnapshot": _Entry("llm_gym.envs.atari.env:AtariSnapshot"),
     "BreakoutState": _Entry("llm_gym.envs.atari.breakout:BreakoutState"),
     "PongState": _Entry("llm_gym.envs.atari.pong:PongState"),
