@@ -40,8 +40,9 @@ import torch
 
 import llm_gym  # noqa: F401  (registers the ids)
 from llm_gym.agent import EnvConfig
-from llm_gym.agents.ppo_lora.acting import GenerateMode, Sampling
+from llm_gym.agents.ppo_lora.decisions import Sampling
 from llm_gym.agents.ppo_lora.model import ActorCritic
+from llm_gym.agents.ppo_lora.strategies import GenerateMode
 from llm_gym.agents.sft.config import SFTConfig
 from llm_gym.agents.sft.data import DemoEncoder
 from llm_gym.agents.sft.train import Batches, _accumulate

@@ -30,10 +30,11 @@ from typing import Any
 import torch
 
 from llm_gym.agent import EnvConfig
-from llm_gym.agents.ppo_lora.acting import Decisions, strategy_for
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
+from llm_gym.agents.ppo_lora.decisions import Decisions
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.rollout import Rollout, collect
+from llm_gym.agents.ppo_lora.strategies import strategy_for
 from llm_gym.agents.ppo_lora.update import _flatten, ppo_update, stored_batch
 from llm_gym.envs.catalog import EnvTraits
 from llm_gym.lm.runtime import configure_threads

@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from llm_gym.agent import EnvConfig
-from llm_gym.agents.ppo_lora import PPOLoRAAgent, acting
+from llm_gym.agents.ppo_lora import PPOLoRAAgent, strategies
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.config import to_dict
 from llm_gym.curves import read_scalars
@@ -51,7 +51,7 @@ def play_rate(env: EnvConfig, model: str, num_envs: int, episodes: int, threads:
 
 def training_rates(config: PPOLoRAConfig, env: EnvConfig, merge: bool = True) -> dict[str, float]:
     """Env steps per second of a training run (median over its updates but the first) and of its rollouts alone."""
-    acting.ScoreMode.merges_identical = merge
+    strategies.ScoreMode.merges_identical = merge
     try:
         with tempfile.TemporaryDirectory() as root:
             run = Run.create(env.env_id, "ppo_lora", to_dict(config), path=Path(root) / "run")
@@ -61,7 +61,7 @@ def training_rates(config: PPOLoRAConfig, env: EnvConfig, merge: bool = True) ->
                 run.close()
             scalars = read_scalars(Path(root) / "run")
     finally:
-        acting.ScoreMode.merges_identical = True
+        strategies.ScoreMode.merges_identical = True
     sps, rollout = scalars["charts/sps"][1][1:], scalars["charts/decisions_per_second"][1][1:]
     update = scalars["charts/update_seconds"][1][1:]
     return {
@@ -85,8 +85,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     results: dict[str, Any] = {
-        "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
-                    "load_before": os.getloadavg()[0], "torch": torch.__version__},  # fmt: skip
+        "machine": {
+            "cpu": platform.processor() or platform.machine(),
+            "cores": os.cpu_count(),
+            "load_before": os.getloadavg()[0],
+            "torch": torch.__version__,
+        },  # fmt: skip
         "settings": vars(args) | {"out": str(args.out) if args.out else None},
         "games": {},
     }

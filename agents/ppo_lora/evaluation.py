@@ -7,11 +7,12 @@ import numpy as np
 
 from llm_gym import training
 from llm_gym.agent import EnvConfig
-from llm_gym.agents.ppo_lora.acting import LivePolicy, Strategy
+from llm_gym.agents.ppo_lora.acting import LivePolicy
 from llm_gym.agents.ppo_lora.checkpoint import Counters
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.session import Session
+from llm_gym.agents.ppo_lora.strategies import Strategy
 from llm_gym.envs.tasks import TaskSampler
 from llm_gym.exact import ExactResult, evaluate_exact
 from llm_gym.runs import Run

@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from llm_gym.agents.ppo_lora.acting import Strategy, act
+from llm_gym.agents.ppo_lora.acting import act
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.rollout import Rollout, cache_common_rules
+from llm_gym.agents.ppo_lora.strategies import Strategy
 from llm_gym.envs.protocol import legal_choices
 from llm_gym.lm.backends import LMBackend
 from llm_gym.rl.advantages import EpisodeSteps, group_advantages

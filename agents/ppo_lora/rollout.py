@@ -12,9 +12,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from llm_gym.agents.ppo_lora.acting import Decisions, Strategy, act, rules_of, turns_of
+from llm_gym.agents.ppo_lora.acting import act, rules_of, turns_of
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
+from llm_gym.agents.ppo_lora.decisions import Decisions
 from llm_gym.agents.ppo_lora.model import ActorCritic
+from llm_gym.agents.ppo_lora.strategies import Strategy
 from llm_gym.envs.protocol import legal_choices
 from llm_gym.lm.backends import LMBackend
 from llm_gym.lm.prompts import Turns

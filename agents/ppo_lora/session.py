@@ -17,7 +17,6 @@ import torch
 
 from llm_gym import training
 from llm_gym.agent import EnvConfig
-from llm_gym.agents.ppo_lora.acting import Strategy, strategy_for
 from llm_gym.agents.ppo_lora.action_head import ActionHead
 from llm_gym.agents.ppo_lora.calibration import (
     CALIBRATION_SEED_OFFSET,
@@ -36,6 +35,7 @@ from llm_gym.agents.ppo_lora.checkpoint import (
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.engine import RolloutEngine, require_vllm
 from llm_gym.agents.ppo_lora.model import ADAPTER_DIR, VALUE_HEAD_FILE, ActorCritic
+from llm_gym.agents.ppo_lora.strategies import Strategy, strategy_for
 from llm_gym.callbacks import Callback
 from llm_gym.envs.catalog import EnvTraits
 from llm_gym.envs.protocol import legal_choices

@@ -15,10 +15,12 @@ from collections import defaultdict
 
 import torch
 
-from llm_gym.agents.ppo_lora.acting import Forward, Stored, Strategy, identity, merged_rows, row_key
+from llm_gym.agents.ppo_lora.acting import identity, merged_rows, row_key
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
+from llm_gym.agents.ppo_lora.decisions import Forward, Stored
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.rollout import Rollout
+from llm_gym.agents.ppo_lora.strategies import Strategy
 from llm_gym.lm.packing import PackedBatch
 from llm_gym.rl import PPOLosses
 

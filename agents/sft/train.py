@@ -23,10 +23,10 @@ import torch
 
 from llm_gym import training
 from llm_gym.agent import EnvConfig
-from llm_gym.agents.ppo_lora.acting import strategy_for
 from llm_gym.agents.ppo_lora.evaluation import evaluate
 from llm_gym.agents.ppo_lora.model import VALUE_HEAD_FILE, ActorCritic
 from llm_gym.agents.ppo_lora.session import initial_actor_critic
+from llm_gym.agents.ppo_lora.strategies import strategy_for
 from llm_gym.agents.ppo_lora.update import padded_hidden
 from llm_gym.agents.sft import frozen_cache
 from llm_gym.agents.sft.config import SFTConfig

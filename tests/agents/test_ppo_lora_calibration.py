@@ -167,9 +167,9 @@ def test_a_warm_start_keeps_the_offsets_and_export_copies_them(calibrated_run, t
 def test_the_update_recomputes_the_rollouts_offset_log_probabilities(calibrated_run) -> None:
     # The PPO ratio is the offset policy's: a stored decision re-packed for the update gets its offsets back, so the
     # recomputed log-probability of the action taken is the one the rollout stored (ratio 1 before any step).
-    from llm_gym.agents.ppo_lora.acting import choice_logprobs, strategy_for
     from llm_gym.agents.ppo_lora.model import ActorCritic
     from llm_gym.agents.ppo_lora.rollout import collect
+    from llm_gym.agents.ppo_lora.strategies import choice_logprobs, strategy_for
     from llm_gym.agents.ppo_lora.update import _flatten, stored_batch
     from llm_gym.envs.catalog import EnvTraits
     from llm_gym.stepping import EnvStepper, make_vector_env

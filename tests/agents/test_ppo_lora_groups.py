@@ -117,15 +117,15 @@ def test_rows_with_one_prompt_share_a_forward_with_the_log_probs_of_separate_one
 
 def test_an_update_over_merged_rows_equals_one_over_separate_rows(tmp_path: Path, model: Path) -> None:
     # The same run twice, once with merging turned off: the adapters after two updates are the same.
-    from llm_gym.agents.ppo_lora import acting
+    from llm_gym.agents.ppo_lora import strategies
 
     config = _groups(model, total_steps=40, kl_coef=0.05, learning_rate=1e-2)
     merged, _ = train(tmp_path / "merged", KUHN, config)
-    acting.ScoreMode.merges_identical = False
+    strategies.ScoreMode.merges_identical = False
     try:
         separate, _ = train(tmp_path / "separate", KUHN, config)
     finally:
-        acting.ScoreMode.merges_identical = True
+        strategies.ScoreMode.merges_identical = True
     a = load_file(Path(merged["checkpoint"]) / "adapter" / "adapter_model.safetensors")
     b = load_file(Path(separate["checkpoint"]) / "adapter" / "adapter_model.safetensors")
     assert a.keys() == b.keys()
