@@ -4,7 +4,7 @@ policy's exact values on that env (:func:`llm_gym.exact.evaluate_exact`), stored
 * Once per (entry, env) identity, the identity its episodes have (entry hash, env hash): a rerun computes only what
   the store lacks, and a re-configured entry gets a new evaluation as it gets new episodes.
 * With the policy object and env config the entry plays its episodes with (``UnitPlayer.policy_for`` of
-  :mod:`llm_gym.bench.runner`), after its episodes (so they are played as they would be without exact evaluation).
+  :mod:`llm_gym.bench.units`), after its episodes (so they are played as they would be without exact evaluation).
   A Ray run computes it on the driver, after the workers' episodes.
 * The policy's own action at each position, as ``llm-gym play --exact`` without ``--sample``; a policy whose actions
   are draws by nature (``random``) is read by its probabilities. A policy with randomness of its own that is not

@@ -9,15 +9,17 @@ checkpoint entry, the checkpoint at the same path).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from llm_gym.bench.entries import ResolvedEntry
-from llm_gym.bench.runner import RowSink, UnitPlayer, WorkUnit
 from llm_gym.bench.suite import SuiteEnv
+from llm_gym.bench.units import RowSink, UnitPlayer, WorkUnit
 from llm_gym.errors import ConfigError, LLMGymError
+from llm_gym.plugins import get_plugin_manager
 
 INSTALL_HINT = 'Ray is not installed; --ray needs it: pip install "llm-gym[ray]"'
 
@@ -35,8 +37,6 @@ class BenchWorker:
     """A Ray actor's body: plays units and returns their rows (trajectories included)."""
 
     def __init__(self) -> None:
-        from llm_gym.plugins import get_plugin_manager
-
         get_plugin_manager()  # the agents' imports (torch among them) belong to start-up, not to the first unit
         self.player = UnitPlayer()
 
@@ -50,6 +50,27 @@ class BenchWorker:
         rows: list[tuple[Any, Any]] = []
         self.player.play(suite, entry, env, unit, record, lambda row, trajectory: rows.append((row, trajectory)))
         return rows
+
+
+@contextlib.contextmanager
+def ray_session(ray: Any, address: str | None = None, num_cpus: int | None = None) -> Iterator[None]:
+    """Ray for the length of the block: the running instance where there is one; else a new local one (``num_cpus``
+    of this machine's CPUs, default all), or a connection to the cluster at ``address``, shut down at the end. An
+    unreachable cluster is one line."""
+    if ray.is_initialized():
+        yield
+        return
+    try:
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
+    except ConnectionError as exc:
+        raise LLMGymError(f"cannot reach the Ray cluster at {address}: {exc}") from exc
+    try:
+        yield
+    finally:
+        ray.shutdown()
 
 
 def run_on_ray(
@@ -69,16 +90,7 @@ def run_on_ray(
     ray = ray_module()
     if workers is not None and workers < 1:
         raise ConfigError(f"--workers must be >= 1, got {workers}")
-    started_here = not ray.is_initialized()
-    if started_here:
-        try:
-            if address:
-                ray.init(address=address, log_to_driver=False)
-            else:
-                ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
-        except ConnectionError as exc:
-            raise LLMGymError(f"cannot reach the Ray cluster at {address}: {exc}") from exc
-    try:
+    with ray_session(ray, address, num_cpus=workers):
         count = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         actor_cls = ray.remote(num_cpus=1)(BenchWorker)
         idle = deque(actor_cls.remote() for _ in range(count))
@@ -96,9 +108,6 @@ def run_on_ray(
                 idle.append(pending.pop(ref))
                 for row, trajectory in _get(ray, ref):
                     sink(row, trajectory)
-    finally:
-        if started_here:
-            ray.shutdown()
     return startup
 
 

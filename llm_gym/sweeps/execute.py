@@ -17,7 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from llm_gym.errors import ConfigError, LLMGymError
+from llm_gym.bench.ray_runner import ray_module, ray_session
+from llm_gym.errors import ConfigError
 from llm_gym.sweeps.plan import PlannedRun, SweepSpec
 
 LOGS_DIR = "logs"
@@ -119,22 +120,11 @@ def run_ray(
 ) -> list[Outcome]:
     """Run ``runs`` as Ray tasks of ``cpus_per_run`` CPUs each (Ray schedules as many at once as the cluster has
     CPUs for); starts a local Ray instance unless ``address`` names a cluster."""
-    from llm_gym.bench.ray_runner import ray_module
-
     if cpus_per_run < 1:
         raise ConfigError(f"--cpus-per-run must be >= 1, got {cpus_per_run}")
     ray = ray_module()
     logs.mkdir(parents=True, exist_ok=True)
-    started_here = not ray.is_initialized()
-    if started_here:
-        try:
-            if address:
-                ray.init(address=address, log_to_driver=False)
-            else:
-                ray.init(include_dashboard=False, log_to_driver=False)
-        except ConnectionError as exc:
-            raise LLMGymError(f"cannot reach the Ray cluster at {address}: {exc}") from exc
-    try:
+    with ray_session(ray, address):
         task = ray.remote(num_cpus=cpus_per_run)(_ray_train)
         pending = {}
         for run in runs:
@@ -149,7 +139,4 @@ def run_ray(
                 code, seconds = ray.get(ref)
                 outcomes[run.path] = Outcome(run, code, seconds, log)
                 report(_finished_line(outcomes[run.path]))
-    finally:
-        if started_here:
-            ray.shutdown()
     return [outcomes[run.path] for run in runs]

@@ -64,7 +64,8 @@ def test_a_changed_setting_is_a_new_set_of_episodes(tiny_suite: Path, tmp_path: 
 
 
 def test_the_player_reports_every_env_step_for_the_progress_bar(tiny_suite: Path, tmp_path: Path) -> None:
-    from llm_gym.bench.runner import UnitPlayer, plan, resolve_entries
+    from llm_gym.bench.runner import plan, resolve_entries
+    from llm_gym.bench.units import UnitPlayer
 
     suite = load_suite(tiny_suite).select(entries=["random"], envs=["breakout"])
     with EpisodeStore(tmp_path / "e.sqlite") as store:

@@ -91,29 +91,3 @@ GAMES: Mapping[str, AffinetesGame] = MappingProxyType(
 def affinetes_seat(seed: int, num_players: int) -> int:
     """The learner's seat in affinetes' ``evaluate`` for this seed."""
     return (int(seed) % 2) % num_players
-
-
-def affinetes_opponents(game_name: str, simultaneous: bool, specs: list[Any], mcts: Any) -> tuple[list[Any], Any]:
-    """``profile="affinetes"``: the opponent specs with ``mcts`` made random where affinetes plays random, and the
-    MCTS config affinetes uses for this game (``mcts``, a dict of MCTSConfig fields, overrides single settings).
-    Games outside the 22 keep ``mcts`` as given."""
-    from llm_gym.envs.openspiel.opponents import MCTSConfig
-
-    game = GAMES.get(game_name)
-    if game is None:
-        return specs, MCTSConfig.coerce(mcts)
-    if game.mcts is None or simultaneous:
-        return ["random" if isinstance(s, str) and s == "mcts" else s for s in specs], MCTSConfig.coerce(mcts)
-    simulations, rollouts = game.mcts
-    settings: dict[str, Any] = {
-        "simulations": simulations,
-        "rollouts": rollouts,
-        "uct_c": UCT_C,
-        "rollout_length": 0,
-        "determinizations": 1,
-        "omniscient": True,
-        "solve": True,
-    }
-    if isinstance(mcts, MCTSConfig):
-        return specs, mcts
-    return specs, MCTSConfig.coerce({**settings, **dict(mcts or {})})

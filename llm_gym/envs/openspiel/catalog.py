@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+from llm_gym.envs.openspiel.affinetes import GAMES as AFFINETES
 from llm_gym.errors import UnknownNameError
 
 TASK_STRIDE = 10**8
@@ -338,8 +339,6 @@ _TASKS: dict[tuple[int, int], tuple[GameSpec, Mapping[str, Any], Mapping[str, An
 def _task_parts(index: int, variant: int) -> tuple[GameSpec, Mapping[str, Any], Mapping[str, Any] | None]:
     parts = _TASKS.get((index, variant))
     if parts is None:
-        from llm_gym.envs.openspiel.affinetes import GAMES as AFFINETES
-
         game = GAMES[index]
         params = MappingProxyType(dict(game.variants[variant]))
         asked = None

@@ -22,11 +22,18 @@ import numpy as np
 from llm_gym.actions import InvalidActionPolicy
 from llm_gym.envs.inputs import action_id, int_option, reset_options
 from llm_gym.envs.openspiel import text
-from llm_gym.envs.openspiel.affinetes import affinetes_opponents, affinetes_seat
+from llm_gym.envs.openspiel.affinetes import affinetes_seat
 from llm_gym.envs.openspiel.catalog import GAMES, PROFILES, TASK_STRIDE, GameSpec, Task, decode_task_id, game_spec
 from llm_gym.envs.openspiel.core import is_perfect_information, is_zero_sum, load_game, sample_chance
 from llm_gym.envs.openspiel.moves import ActionNamer, MoveLog, SeatObservations
-from llm_gym.envs.openspiel.opponents import MCTSConfig, Opponent, OpponentSpec, describe_opponents, make_opponent
+from llm_gym.envs.openspiel.opponents import (
+    MCTSConfig,
+    Opponent,
+    OpponentSpec,
+    affinetes_opponents,
+    describe_opponents,
+    make_opponent,
+)
 from llm_gym.envs.openspiel.scoring import is_success, normalised_score
 from llm_gym.envs.spaces import text_space
 from llm_gym.errors import ConfigError, EnvInputError, UnknownNameError

@@ -15,6 +15,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from llm_gym.config import apply_overrides
+from llm_gym.envs.openspiel.affinetes import GAMES as AFFINETES
+from llm_gym.envs.openspiel.affinetes import UCT_C
 from llm_gym.envs.openspiel.catalog import GameSpec
 from llm_gym.envs.openspiel.core import pyspiel_module
 from llm_gym.envs.openspiel.determinize import Determinizer
@@ -63,8 +66,6 @@ class MCTSConfig:
         if isinstance(value, cls):
             return value
         if isinstance(value, Mapping):
-            from llm_gym.config import apply_overrides
-
             # Each value converted and checked as a config field is (``"abc"`` for an int: one line naming it).
             return apply_overrides(cls(), {str(k): v for k, v in value.items()}, source="mcts")
         raise ConfigError(f"mcts must be a dict of {sorted(cls.__dataclass_fields__)}, got {value!r}")
@@ -241,3 +242,27 @@ def describe_opponents(specs: list[OpponentSpec]) -> str:
         if name not in names:
             names.append(name)
     return " and ".join(names) or "nobody"
+
+
+def affinetes_opponents(game_name: str, simultaneous: bool, specs: list[Any], mcts: Any) -> tuple[list[Any], Any]:
+    """``profile="affinetes"``: the opponent specs with ``mcts`` made random where affinetes plays random, and the
+    MCTS config affinetes uses for this game (``mcts``, a dict of MCTSConfig fields, overrides single settings).
+    Games outside the 22 keep ``mcts`` as given."""
+    game = AFFINETES.get(game_name)
+    if game is None:
+        return specs, MCTSConfig.coerce(mcts)
+    if game.mcts is None or simultaneous:
+        return ["random" if isinstance(s, str) and s == "mcts" else s for s in specs], MCTSConfig.coerce(mcts)
+    simulations, rollouts = game.mcts
+    settings: dict[str, Any] = {
+        "simulations": simulations,
+        "rollouts": rollouts,
+        "uct_c": UCT_C,
+        "rollout_length": 0,
+        "determinizations": 1,
+        "omniscient": True,
+        "solve": True,
+    }
+    if isinstance(mcts, MCTSConfig):
+        return specs, mcts
+    return specs, MCTSConfig.coerce({**settings, **dict(mcts or {})})

@@ -4,13 +4,8 @@ exceptions). Same rules as :mod:`snippets_basic`: small values, bounded work, no
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from llm_gym.envs.trace.program import Program
 from llm_gym.envs.trace.snippets_basic import Template, _ensure
-
-if TYPE_CHECKING:
-    from llm_gym.envs.trace.generator import Program
-
 
 # -- level 3: functions, lists, dicts, comprehensions -----------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """Statement templates of levels 1 (straight-line arithmetic and strings) and 2 (loops and branches).
 
-Every template appends a few lines at module level to a :class:`~llm_gym.envs.trace.generator.Program` and
+Every template appends a few lines at module level to a :class:`~llm_gym.envs.trace.program.Program` and
 records the names it binds. Templates must keep programs safe and short: small constants, loops of at most a
 handful of iterations, divisors that are non-zero constants, indexes into lists that are never empty.
 """
@@ -8,12 +8,10 @@ handful of iterations, divisors that are non-zero constants, indexes into lists 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from llm_gym.envs.trace.generator import Program
+from llm_gym.envs.trace.program import Program
 
-Template = Callable[["Program"], None]
+Template = Callable[[Program], None]
 
 
 # -- level 1: straight-line arithmetic and strings ------------------------------------------------------------
