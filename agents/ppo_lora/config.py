@@ -123,7 +123,7 @@ class PPOLoRAConfig(LocalLMConfig):
     """At most this many optimizer steps per epoch: a rollout of more than max_minibatches * minibatch_size decisions
     takes this many steps, each with its gradient accumulated over rollout_size / max_minibatches decisions (in
     passes of minibatch_size), instead of more steps of the same size. So more envs make each step's gradient less
-    noisy instead of moving the policy further per update (docs/guides/ppo_lora.md, "Batch size and greedy collapse")."""
+    noisy instead of moving the policy further per update (docs/guides/ppo_lora.md, "The update")."""
     advantage_norm: Literal["rollout", "minibatch", "none"] = training_only("rollout")
     """Normalise advantages to mean 0, std 1 over the whole rollout (rollout), over each optimizer step's decisions
     (minibatch: the usual PPO code; noisy when a minibatch holds few reward events), or not at all (none)."""

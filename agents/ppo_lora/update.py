@@ -2,7 +2,7 @@
 the stored frozen-layer output, and the action mode's terms (:meth:`~llm_gym.agents.ppo_lora.acting.Strategy.losses`:
 the shared PPO losses plus the KL to the reference) weighted into one loss.
 
-The update is built to behave the same at any batch size (``docs/guides/ppo_lora.md``, "Batch size and greedy collapse"):
+The update is built to behave the same at any batch size (``docs/guides/ppo_lora.md``, "The update"):
 an epoch takes steps of ``minibatch_size`` decisions but at most ``max_minibatches`` of them, a larger rollout
 accumulating each step's gradient over more decisions (in passes of ``minibatch_size``), and advantages are
 normalised once over the whole rollout, so a minibatch without reward events is not blown up to unit scale.
