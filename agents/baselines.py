@@ -12,13 +12,12 @@ from typing import Any, Literal
 import numpy as np
 
 import llm_gym
-from llm_gym.agent import Agent, AgentConfig, EnvConfig, Policy
+from llm_gym.agent import Agent, AgentConfig, DecisionDetails, EnvConfig, Policy
 from llm_gym.callbacks import Callback, should_stop
-from llm_gym.decisions import DecisionDetails
 from llm_gym.errors import UnknownNameError, UnsupportedEnvError
-from llm_gym.evaluation import Stopwatch, run_episodes
 from llm_gym.runs import Run
 from llm_gym.stats import mean_ci95
+from llm_gym.training.evaluation import Stopwatch, run_episodes
 
 
 class RandomPolicy:

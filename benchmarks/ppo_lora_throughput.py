@@ -33,10 +33,10 @@ from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora import PPOLoRAAgent, strategies
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.config import to_dict
-from llm_gym.curves import read_scalars
-from llm_gym.evaluation import run_episodes
 from llm_gym.plugins import get_agent
 from llm_gym.runs import Run
+from llm_gym.training.curves import read_scalars
+from llm_gym.training.evaluation import run_episodes
 
 
 def play_rate(env: EnvConfig, model: str, num_envs: int, episodes: int, threads: int) -> float:

@@ -32,7 +32,7 @@ from llm_gym.envs.catalog import EnvTraits
 from llm_gym.lm.runtime import configure_threads
 from llm_gym.rl import compute_gae, explained_variance
 from llm_gym.stepping import EnvStepper, make_vector_env
-from llm_gym.training import training_env
+from llm_gym.training.loop import training_env
 
 
 def returns_of(rollout: Rollout, config: PPOLoRAConfig) -> torch.Tensor:

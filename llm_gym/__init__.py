@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import llm_gym.envs  # noqa: F401  (registers the env ids)
 from llm_gym.actions import InvalidActionPolicy, ParsedAction, TextActions, parse_action
-from llm_gym.agent import Agent, AgentConfig, EnvConfig, Policy, load_policy
+from llm_gym.agent import Agent, AgentConfig, EnvConfig, Policy
 from llm_gym.callbacks import Callback
 from llm_gym.config import speed_only, training_only
 from llm_gym.envs.catalog import env_ids, make
 from llm_gym.envs.checker import check_llm_env
-from llm_gym.evaluation import EpisodeResult, run_episodes
 from llm_gym.hookspecs import hookimpl
 from llm_gym.runs import Run
+from llm_gym.training.checkpoints import load_policy
+from llm_gym.training.evaluation import EpisodeResult, run_episodes
 
 __version__ = "0.1.0"
 __all__ = [

@@ -34,20 +34,15 @@ the checks here see through it (:func:`field_settings`), so its keys follow that
 from __future__ import annotations
 
 import abc
-import contextlib
-import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypedDict, runtime_checkable
 
 from llm_gym.config import training_only
 from llm_gym.envs.catalog import EnvConfig
+from llm_gym.errors import ConfigError
 from llm_gym.presets import Preset, folder_presets
-from llm_gym.setting_checks import FieldSetting as FieldSetting
-from llm_gym.setting_checks import check_checkpoint_settings as check_checkpoint_settings
-from llm_gym.setting_checks import check_untrained_settings as check_untrained_settings
-from llm_gym.setting_checks import field_settings as field_settings
 
 if TYPE_CHECKING:
     from llm_gym.callbacks import Callback
@@ -103,7 +98,10 @@ class Policy(Protocol):
     value of each legal action for the player to move, parallel to ``info["legal_actions"]`` (an exact solver's
     minimax values, say); demonstrations record them (see :func:`policy_action_values`). A policy that acts from a
     distribution over actions may have a ``greedy`` bool attribute: True takes the most likely action, False samples
-    one (``llm-gym play --sample`` sets it; see :func:`sampling_policy`).
+    one (``llm-gym play --sample`` sets it; see :func:`sampling_policy`). A policy that can say what it knew when it
+    chose (action probabilities, a value, the model's text) has an ``act_with_details(observations, infos)`` method
+    that returns the same actions as ``act`` plus one :class:`DecisionDetails` each; :func:`act_with_details` calls
+    it where present and falls back to ``act`` with empty details, so callers never probe.
     """
 
     def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> Sequence[Action]:
@@ -138,8 +136,6 @@ def best_value_indices(values: Sequence[float]) -> tuple[int, ...]:
 def sampling_policy(policy: Policy, agent: str) -> Policy:
     """``policy`` set to sample its actions from its distribution instead of taking the most likely one (its
     ``greedy`` attribute set to False). A policy without one (a scripted or exact player) raises one line."""
-    from llm_gym.errors import ConfigError
-
     if not isinstance(getattr(policy, "greedy", None), bool):
         raise ConfigError(
             f"{agent}'s policy has no sampled play (policies with a distribution over actions have: the LM agents, "
@@ -152,6 +148,33 @@ def sampling_policy(policy: Policy, agent: str) -> Policy:
 def policy_env_kwargs(policy: Policy) -> dict[str, Any]:
     """The env arguments a policy expects (its optional ``env_kwargs`` attribute), or an empty dict."""
     return dict(getattr(policy, "env_kwargs", None) or {})
+
+
+# -- what a policy may report beside its actions (the bench's trajectory viewer) ---------------------------------------
+
+
+class DecisionDetails(TypedDict, total=False):
+    """What a policy knew when it chose; every key is optional."""
+
+    probs: list[float]
+    """Probability of each legal action, in ``info["legal_actions"]`` order (exact in score mode)."""
+    value: float
+    """The policy's value estimate of the observation."""
+    answer: str
+    """The text the model wrote (generate mode)."""
+    tokens: int
+    """Tokens generated for this decision."""
+
+
+def act_with_details(
+    policy: Any, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]
+) -> tuple[list[Any], list[DecisionDetails]]:
+    """Actions and per-decision details: the policy's own ``act_with_details`` where it has one."""
+    method = getattr(policy, "act_with_details", None)
+    if method is not None:
+        actions, details = method(observations, infos)
+        return list(actions), list(details)
+    return list(policy.act(observations, infos)), [DecisionDetails() for _ in observations]
 
 
 class Agent(abc.ABC):
@@ -204,80 +227,3 @@ class Agent(abc.ABC):
     @abc.abstractmethod
     def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
         """A policy for ``env``: from ``checkpoint`` when given, else the untrained/zero-shot one."""
-
-
-def load_policy(
-    checkpoint: str | Path, env: EnvConfig | None = None, overrides: Mapping[str, Any] | None = None
-) -> tuple[Policy, Agent]:
-    """The policy saved in a checkpoint (or in a run directory's newest checkpoint), with the agent that made it;
-    ``overrides`` (``--set`` of ``llm-gym play``) change how it plays, e.g. ``threads`` or ``quantize``."""
-    from llm_gym.errors import CheckpointError
-    from llm_gym.runs import Run
-
-    run, path = Run.resolve_checkpoint(checkpoint, required=False)
-    agent_cls, config = checkpoint_config(run, overrides)
-    agent = agent_cls(config)
-    if path is None and agent.learns:
-        raise CheckpointError(f"{run.path} has no complete checkpoint yet")
-    saved = run.read_config()
-    env = env or EnvConfig(saved["env_id"], saved.get("env_kwargs", {}))
-    if path is None:  # an agent that learns nothing: nothing is read from the checkpoint
-        return agent.policy(env, Path(checkpoint)), agent
-    with loading(path):
-        return agent.policy(env, path), agent
-
-
-def load_problem(agent: Agent, env: EnvConfig, checkpoint: Path) -> str | None:
-    """Why ``checkpoint`` (one that verifies) cannot be resumed from, or None: its policy must load, and every
-    torch file in it must hold a table of tensors and values (what the agents save), not zeros or another format."""
-    from llm_gym.errors import CheckpointError
-
-    try:
-        with loading(checkpoint):
-            for path in sorted(checkpoint.rglob("*.pt")):
-                import torch
-
-                if not isinstance(torch.load(path, map_location="cpu", weights_only=True), dict):
-                    raise ValueError(f"{path.name} holds no table")
-            agent.policy(env, checkpoint)
-    except CheckpointError as exc:
-        return str(exc).removeprefix(f"checkpoint {checkpoint} ")
-    return None
-
-
-@contextlib.contextmanager
-def loading(checkpoint: Path) -> Iterator[None]:
-    """Turn a checkpoint file that verifies but does not load (zeroed, another model's keys, a manifest rewritten
-    over it) into one :class:`~llm_gym.errors.CheckpointError` naming the checkpoint, instead of the traceback of
-    whichever library read it."""
-    from llm_gym.errors import CheckpointError, LLMGymError
-
-    try:
-        yield
-    except (LLMGymError, MemoryError, ImportError):
-        raise
-    except Exception as exc:
-        first = re.split(r"(?<=\w)\. ", (str(exc).strip().splitlines() or [""])[0])[0][:160]
-        raise CheckpointError(
-            f"checkpoint {checkpoint} cannot be loaded ({type(exc).__name__}: {first}); its files match its "
-            "manifest, so they were saved that way or the manifest was rewritten: use another checkpoint"
-        ) from exc
-
-
-def checkpoint_config(
-    run: Run, overrides: Mapping[str, Any] | None = None, source: str = "--set"
-) -> tuple[type[Agent], AgentConfig]:
-    """The agent class a run trained and its saved config with ``overrides`` applied: how its checkpoints play
-    (``--set`` of ``llm-gym play --checkpoint``, ``set`` of a bench suite's checkpoint entry). An unknown or mistyped
-    key raises one line naming ``source`` and the close matches."""
-    from llm_gym.config import apply_overrides, from_dict
-    from llm_gym.plugins import get_agent
-
-    saved = run.read_config()
-    agent_cls = get_agent(saved["agent"])
-    config = from_dict(agent_cls.Config, saved["config"], source=str(run.path / "config.json"))
-    if not overrides:
-        return agent_cls, config
-    played = apply_overrides(config, overrides, source=source)
-    check_checkpoint_settings(agent_cls, config, played, checkpoint=run.path, run=run.path, where=source)
-    return agent_cls, played

@@ -29,13 +29,23 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar, Protocol
 
 from llm_gym.config import apply_overrides
 from llm_gym.errors import ConfigError, UnknownNameError
 
-if TYPE_CHECKING:
-    from llm_gym.agent import Agent
+
+class PresetOwner(Protocol):
+    """An agent class as the preset functions read it (:class:`llm_gym.agent.Agent` is one; the agent contract
+    imports this module, not the other way round)."""
+
+    name: ClassVar[str]
+    Config: ClassVar[type]
+    presets_folder: ClassVar[str]
+
+    @classmethod
+    def presets(cls) -> dict[str, Preset]: ...
+
 
 PRESET_KEYS = ("description", "env", "env_args", "before", "config")
 """The top-level keys a preset file may hold."""
@@ -60,7 +70,7 @@ class Preset:
     source: Path | None = None
     """The file it was read from."""
 
-    def apply(self, agent_cls: type[Agent], base: Any = None) -> Any:
+    def apply(self, agent_cls: type[PresetOwner], base: Any = None) -> Any:
         """The agent's config (``base``, or its defaults) with this preset's fields applied."""
         config = base if base is not None else agent_cls.Config()
         return apply_overrides(config, self.config, source=f"preset {agent_cls.name}:{self.name}")
@@ -108,7 +118,7 @@ def read_preset(path: Path) -> Preset:
     )
 
 
-def presets_folder(agent_cls: type[Agent]) -> Path | None:
+def presets_folder(agent_cls: type[PresetOwner]) -> Path | None:
     """The folder an agent's preset files lie in (``presets_folder`` beside the module that defines the class), or
     None when the module has no file (defined in a notebook, say)."""
     module = sys.modules.get(agent_cls.__module__)
@@ -118,12 +128,12 @@ def presets_folder(agent_cls: type[Agent]) -> Path | None:
     return Path(module_file).parent / agent_cls.presets_folder
 
 
-def agent_presets(agent_cls: type[Agent]) -> dict[str, Preset]:
+def agent_presets(agent_cls: type[PresetOwner]) -> dict[str, Preset]:
     """``{name: preset}`` of an agent: :meth:`Agent.presets` (by default the TOML files of its presets folder)."""
     return dict(sorted(agent_cls.presets().items()))
 
 
-def folder_presets(agent_cls: type[Agent]) -> dict[str, Preset]:
+def folder_presets(agent_cls: type[PresetOwner]) -> dict[str, Preset]:
     """The presets read from the agent's presets folder (what :meth:`Agent.presets` gives by default)."""
     folder = presets_folder(agent_cls)
     if folder is None or not folder.is_dir():
@@ -131,7 +141,7 @@ def folder_presets(agent_cls: type[Agent]) -> dict[str, Preset]:
     return {path.stem: read_preset(path) for path in sorted(folder.glob("*.toml"))}
 
 
-def get_preset(agent_cls: type[Agent], name: str) -> Preset:
+def get_preset(agent_cls: type[PresetOwner], name: str) -> Preset:
     """The agent's preset ``name``; an unknown name raises with the close matches and the ones that exist."""
     presets = agent_presets(agent_cls)
     if name not in presets:

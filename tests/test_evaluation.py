@@ -11,8 +11,8 @@ import pytest
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.baselines import RandomPolicy, ScriptedPolicy
 from llm_gym.errors import UnsupportedEnvError
-from llm_gym.evaluation import VideoWarning, run_episodes
 from llm_gym.stats import format_mean_ci, mean_ci95
+from llm_gym.training.evaluation import VideoWarning, run_episodes
 
 ENV = EnvConfig("LLMPong-text-v0")
 

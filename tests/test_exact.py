@@ -16,9 +16,9 @@ from open_spiel.python.algorithms import expected_game_score, exploitability
 from llm_gym.agent import EnvConfig
 from llm_gym.envs.openspiel.tree import GameTree
 from llm_gym.errors import ConfigError, UnsupportedEnvError
-from llm_gym.evaluation import run_episodes
-from llm_gym.exact import evaluate_exact
 from llm_gym.plugins import get_agent
+from llm_gym.training.evaluation import run_episodes
+from llm_gym.training.exact import evaluate_exact
 
 
 def _weights(observation: str, legal: Sequence[int], stochastic: bool) -> list[float]:

@@ -103,7 +103,7 @@ def test_tensorboard_scalars(tmp_path: Path) -> None:
 def test_resumed_scalars_keep_the_checkpoint_step_and_replace_what_came_after(tmp_path: Path) -> None:
     """A run stopped after its step-2 checkpoint had logged step 3; resumed from step 2, TensorBoard shows steps 1
     and 2 as first logged and step 3 as the resumed run logged it."""
-    from llm_gym.curves import read_scalars
+    from llm_gym.training.curves import read_scalars
 
     stopped = Run.create("LLMPong-v0", "random", {}, path=tmp_path / "run")
     for step in (1, 2):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from llm_gym.callbacks import Callback
 from llm_gym.runs import Run
-from llm_gym.training import BEST, Counters, checkpointed, crossed, evaluated
+from llm_gym.training.loop import BEST, Counters, checkpointed, crossed, evaluated
 
 
 class Recorder(Callback):
@@ -55,7 +55,7 @@ def test_counters_round_trip_and_intervals() -> None:
 
 
 def test_evaluations_scale_with_the_run() -> None:
-    from llm_gym.training import MIN_EVALUATION_DECISIONS, scaled_eval_steps
+    from llm_gym.training.loop import MIN_EVALUATION_DECISIONS, scaled_eval_steps
 
     # A 32-step run on Breakout: 4 episodes cut at 64 steps (256 decisions in all), not at 2,000.
     assert scaled_eval_steps(2000, 4, 32) == MIN_EVALUATION_DECISIONS // 4 == 64

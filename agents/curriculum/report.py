@@ -18,9 +18,9 @@ from rich.table import Table
 from llm_gym.agent import Agent, EnvConfig, Policy
 from llm_gym.agents.curriculum.samplers import Stage
 from llm_gym.envs.tasks import UniformTaskSampler
-from llm_gym.evaluation import HELDOUT_SEED, EpisodeResult, run_episodes
 from llm_gym.stats import mean_ci95
-from llm_gym.training import evaluation_env
+from llm_gym.training.evaluation import HELDOUT_SEED, EpisodeResult, run_episodes
+from llm_gym.training.loop import evaluation_env
 
 TASK_SEED = 20_000
 """The generator of each stage's evaluation task ids (the same draws for both policies)."""

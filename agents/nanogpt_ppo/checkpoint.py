@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from llm_gym.errors import CheckpointError
-from llm_gym.training import Counters, load_envs, save_envs
+from llm_gym.training.loop import Counters, load_envs, save_envs
 
 TRAINING_FILE = "training.pt"
 

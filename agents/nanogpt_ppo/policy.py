@@ -10,12 +10,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from llm_gym.agent import EnvConfig
+from llm_gym.agent import DecisionDetails, EnvConfig
 from llm_gym.agents.nanogpt_ppo.config import NanoGPTPPOConfig
 from llm_gym.agents.nanogpt_ppo.envs import info_mask, text_length, with_grid
 from llm_gym.agents.nanogpt_ppo.model import MASKED_LOGIT, GPTShape, NanoGPTActorCritic
 from llm_gym.agents.nanogpt_ppo.tokenizer import QUERY, CharTokenizer
-from llm_gym.decisions import DecisionDetails
 from llm_gym.errors import CheckpointError
 
 SHAPE_FILE, WEIGHTS_FILE = "shape.json", "model.pt"

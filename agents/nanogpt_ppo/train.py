@@ -29,7 +29,7 @@ from llm_gym.envs.tasks import TaskSampler
 from llm_gym.rl import cosine_schedule, explained_variance, ppo_losses
 from llm_gym.runs import Run
 from llm_gym.stepping import EnvStepper, make_vector_env
-from llm_gym.training import (
+from llm_gym.training.loop import (
     Clock,
     Counters,
     base_summary,
@@ -60,7 +60,7 @@ def evaluate(
     policy = NanoGPTPolicy(model, deterministic=True, epsilon=config.eval_epsilon, seed=config.seed)
     seed = config.seed + EVAL_SEED_OFFSET
     tasks = evaluation_sampler(sampler, seed)
-    # Scaled with the run (llm_gym.training.scaled_eval_steps): a 4,096-step run plays no 4,500-step games.
+    # Scaled with the run (llm_gym.training.loop.scaled_eval_steps): a 4,096-step run plays no 4,500-step games.
     max_steps = scaled_eval_steps(config.eval_max_steps, config.eval_episodes, config.total_steps)
     return play_evaluation(policy, env, config.eval_episodes, seed, max_steps, tasks=tasks)
 

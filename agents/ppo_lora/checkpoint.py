@@ -22,9 +22,9 @@ from typing import Any
 
 import torch
 
-from llm_gym import training
 from llm_gym.agents.ppo_lora.model import ADAPTER_DIR, ActorCritic
 from llm_gym.errors import CheckpointError
+from llm_gym.training import loop as training
 
 TRAINING_FILE = "training.pt"
 

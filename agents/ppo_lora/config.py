@@ -224,7 +224,7 @@ class PPOLoRAConfig(LocalLMConfig):
     eval_exact: bool = training_only(False)
     """Small OpenSpiel games against the random opponent: each evaluation also computes the greedy policy's exact
     expected return and win/draw/loss over every chance and opponent move, the worst case against an adversary
-    (perfect information) or the exploitability (poker) (llm_gym/exact.py, as ``llm-gym play --exact``); logged as
+    (perfect information) or the exploitability (poker) (llm_gym/training/exact.py: ``llm-gym play --exact``); logged as
     ``eval/exact_*``, the last one in the summary; with eval_episodes=0 the evaluations are the exact ones alone. Kuhn
     poker asks the policy about 12 positions, tic-tac-toe about 2,000."""
     video: bool = training_only(True)

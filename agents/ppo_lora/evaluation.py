@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from llm_gym import training
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.acting import LivePolicy
 from llm_gym.agents.ppo_lora.checkpoint import Counters
@@ -14,9 +13,10 @@ from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.session import Session
 from llm_gym.agents.ppo_lora.strategies import Strategy
 from llm_gym.envs.tasks import TaskSampler
-from llm_gym.exact import ExactResult, evaluate_exact
 from llm_gym.runs import Run
 from llm_gym.stats import mean_ci95
+from llm_gym.training import loop as training
+from llm_gym.training.exact import ExactResult, evaluate_exact
 
 EVAL_SEED_OFFSET = 10_000
 """Evaluation episodes use seeds seed + 10,000 + i: the same at every evaluation, apart from training's first ones."""

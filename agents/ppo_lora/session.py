@@ -15,7 +15,6 @@ from typing import Any
 
 import torch
 
-from llm_gym import training
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.action_head import ActionHead
 from llm_gym.agents.ppo_lora.calibration import (
@@ -41,11 +40,12 @@ from llm_gym.envs.catalog import EnvTraits
 from llm_gym.envs.protocol import legal_choices
 from llm_gym.envs.tasks import OptionsMix, TaskSampler
 from llm_gym.errors import ConfigError, UnsupportedEnvError
-from llm_gym.exact import check_exact_env
 from llm_gym.lm.runtime import configure_threads
 from llm_gym.rl import cosine_schedule, linear_schedule
 from llm_gym.runs import Run
 from llm_gym.stepping import EnvStepper, make_vector_env
+from llm_gym.training import loop as training
+from llm_gym.training.exact import check_exact_env
 
 
 @dataclass

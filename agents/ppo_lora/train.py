@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from llm_gym import training
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.engine import EngineStoppedError, RolloutEngine
@@ -30,6 +29,7 @@ from llm_gym.callbacks import Callback
 from llm_gym.envs.tasks import OptionsMix, TaskSampler
 from llm_gym.rl import adaptive_entropy_coef, adaptive_kl_coef, compute_gae, explained_variance
 from llm_gym.runs import Run
+from llm_gym.training import loop as training
 
 __all__ = ["EVAL_SEED_OFFSET", "evaluate", "initial_actor_critic", "train"]
 

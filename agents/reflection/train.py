@@ -35,7 +35,6 @@ from llm_gym.atomic import write_json_atomic
 from llm_gym.callbacks import Callback
 from llm_gym.envs.catalog import EnvTraits
 from llm_gym.envs.protocol import step_instructions
-from llm_gym.evaluation import run_episodes
 from llm_gym.lm.backends import GenerateRequest, LMBackend, ScoreRequest
 from llm_gym.lm.finetune import Example, TrainSettings, train_answers
 from llm_gym.lm.policy import LMPolicy
@@ -43,7 +42,8 @@ from llm_gym.lm.prompts import observation_text
 from llm_gym.lm.runtime import configure_threads
 from llm_gym.runs import Run, played_history
 from llm_gym.stats import mean_ci95
-from llm_gym.training import scaled_eval_steps
+from llm_gym.training.evaluation import run_episodes
+from llm_gym.training.loop import scaled_eval_steps
 
 STATE_FILE = "state.json"
 
@@ -82,7 +82,7 @@ def evaluate(backend: LMBackend, env: EnvConfig, config: ReflectionConfig) -> di
 
 def eval_max_steps(config: ReflectionConfig) -> int:
     """The cut of every evaluation episode of a run, scaled with its trials' budget (iterations x episodes x
-    max_steps; :func:`llm_gym.training.scaled_eval_steps`): one iteration of two 40-step Pong episodes evaluates 4
+    max_steps; :func:`llm_gym.training.loop.scaled_eval_steps`): one iteration of two 40-step Pong episodes evaluates 4
     episodes of 64 steps, not 4 whole games of up to 1,000."""
     budget = config.iterations * config.episodes * config.max_steps
     return scaled_eval_steps(config.eval_max_steps, config.eval_episodes, budget)

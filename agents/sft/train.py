@@ -21,7 +21,6 @@ from typing import Any
 
 import torch
 
-from llm_gym import training
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.evaluation import evaluate
 from llm_gym.agents.ppo_lora.model import VALUE_HEAD_FILE, ActorCritic
@@ -48,6 +47,7 @@ from llm_gym.lm.runtime import configure_threads
 from llm_gym.lm.scoring import choice_table
 from llm_gym.rl import cosine_schedule
 from llm_gym.runs import Run
+from llm_gym.training import loop as training
 
 STATE_FILE = "sft_training.pt"
 """In an sft checkpoint besides ppo_lora's files: optimizer, scheduler, RNG, counters and the epoch (--resume)."""
@@ -250,7 +250,7 @@ def train(config: SFTConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callb
             directory / STATE_FILE,
         )  # fmt: skip
 
-    # ppo_lora's evaluation, scaled with this run (llm_gym.training.scaled_eval_steps): its budget is the demos it
+    # ppo_lora's evaluation, scaled with this run (llm_gym.training.loop.scaled_eval_steps): its budget is the demos it
     # trains on (decisions seen over all epochs), so a small run on few demos does not play whole long games.
     evaluation_config = dataclasses.replace(lora, total_steps=config.epochs * len(train_data))
 

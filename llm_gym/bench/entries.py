@@ -26,9 +26,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from llm_gym.agent import EnvConfig, Policy, check_checkpoint_settings, check_untrained_settings, policy_env_kwargs
+from llm_gym.agent import EnvConfig, Policy, policy_env_kwargs
 from llm_gym.bench.suite import SuiteEntry, SuiteEnv
 from llm_gym.errors import CheckpointError
+from llm_gym.training.setting_checks import check_checkpoint_settings, check_untrained_settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -124,8 +125,8 @@ class ResolvedEntry:
     def policy(self, env: SuiteEnv) -> tuple[Policy, EnvConfig]:
         """A fresh policy for ``env`` and the env config to play it on (the policy's own env kwargs under the
         suite's)."""
-        from llm_gym.agent import load_policy
         from llm_gym.plugins import get_agent
+        from llm_gym.training.checkpoints import load_policy
 
         base = EnvConfig(env.env_id, dict(env.args))
         if self.checkpoint is not None:
@@ -138,10 +139,10 @@ class ResolvedEntry:
 def resolve_entry(entry: SuiteEntry, suite: str | None = None) -> ResolvedEntry:
     """Check an entry (unknown agents and bad settings raise one-line errors, naming ``suite`` where given) and hash
     its identity."""
-    from llm_gym.agent import checkpoint_config
     from llm_gym.config import apply_overrides
     from llm_gym.plugins import get_agent
     from llm_gym.runs import Run, find_run_dir
+    from llm_gym.training.checkpoints import checkpoint_config
 
     source = f"entry {entry.name!r}"
     where = f"the set of {source}" + (f" in suite {suite!r}" if suite else "")

@@ -1,5 +1,5 @@
 """Exact evaluation as a bench metric: for every entry that plays an env marked ``exact = true`` in its suite, the
-policy's exact values on that env (:func:`llm_gym.exact.evaluate_exact`), stored beside its episodes.
+policy's exact values on that env (:func:`llm_gym.training.exact.evaluate_exact`), stored beside its episodes.
 
 * Once per (entry, env) identity, the identity its episodes have (entry hash, env hash): a rerun computes only what
   the store lacks, and a re-configured entry gets a new evaluation as it gets new episodes.
@@ -79,7 +79,7 @@ def run_exact(
     """Evaluate and store every pair the store lacks, each in its own transaction (a kill loses only the one being
     computed)."""
     from llm_gym import __version__
-    from llm_gym.exact import evaluate_exact
+    from llm_gym.training.exact import evaluate_exact
 
     planned = exact_pairs(suite, resolved)
     missing = missing_exact(suite, resolved, store)
@@ -111,7 +111,7 @@ def run_exact(
 
 class _positions_bar:
     """A progress bar of the positions the policy was asked (on stderr; a no-op when disabled). Yields the
-    ``on_batch`` callback of :func:`llm_gym.exact.evaluate_exact`."""
+    ``on_batch`` callback of :func:`llm_gym.training.exact.evaluate_exact`."""
 
     def __init__(self, enabled: bool, title: str) -> None:
         self.enabled, self.title = enabled, title

@@ -1,7 +1,7 @@
 """What the bench adds around ``run_episodes``: per-episode tallies and, when asked, step-by-step trajectories.
 
 Both live in a Gymnasium wrapper that the bench's :class:`BenchEnvConfig` puts around every env it makes, so
-episodes are still played by the public :func:`llm_gym.evaluation.run_episodes`, whatever way it steps envs.
+episodes are still played by the public :func:`llm_gym.training.evaluation.run_episodes`, whatever way it steps envs.
 
 The policy's per-decision details (legal-action probabilities, value, answer) are matched to env steps by content:
 the recording policy files them under (observation, legal actions), and the env wrapper takes them back when it is
@@ -19,8 +19,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from llm_gym.agent import EnvConfig
-from llm_gym.decisions import DecisionDetails, act_with_details
+from llm_gym.agent import DecisionDetails, EnvConfig, act_with_details
 
 MAX_OBSERVATION_CHARS = 4000
 """Observations longer than this are cut in stored trajectories."""

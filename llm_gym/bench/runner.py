@@ -1,7 +1,7 @@
 """Run a suite: find the episodes the store does not hold yet, play them, store each one as it finishes.
 
 Work is cut into :class:`~llm_gym.bench.units.WorkUnit` s (one entry, one env, one split, a run of consecutive seeds) and played by a
-:class:`~llm_gym.bench.units.UnitPlayer` through :func:`llm_gym.evaluation.run_episodes`, here or on Ray workers
+:class:`~llm_gym.bench.units.UnitPlayer` through :func:`llm_gym.training.evaluation.run_episodes`, here or on Ray workers
 (:mod:`llm_gym.bench.ray_runner`). Only this process writes to the store, one transaction per episode, so a
 ``kill -9`` at any moment loses only episodes that were still being played, and the next run plays exactly those.
 """

@@ -139,7 +139,7 @@ class EpisodeRow:
 
 @dataclass(frozen=True)
 class ExactRow:
-    """One stored exact evaluation of an entry on an env (``result`` is :meth:`llm_gym.exact.ExactResult.as_dict`)."""
+    """One stored exact evaluation of an entry on an env (``result`` is :meth:`llm_gym.training.exact.ExactResult.as_dict`)."""
 
     entry: str
     entry_hash: str

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_gym.errors import ConfigError, UnknownNameError, UnsupportedEnvError
-from llm_gym.evaluation import HELDOUT_SEED
+from llm_gym.training.evaluation import HELDOUT_SEED
 
 SUITES_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "suites"
 """Where named suites live (the repository's ``benchmarks/suites``)."""
@@ -318,7 +318,7 @@ def _check_exact(env: SuiteEnv, where: str) -> None:
     """An env marked ``exact`` that exact evaluation cannot walk, or whose episodes are not the games it walks (other
     task ids, a step cap that cuts them), is one line when the suite loads, before anything plays."""
     from llm_gym.agent import EnvConfig
-    from llm_gym.exact import check_exact_env  # open_spiel: only where an env asks for exact values
+    from llm_gym.training.exact import check_exact_env
 
     at = f"{where} ({env.label}): exact = true, but"
     if env.task_ids or env.split_task_ids:

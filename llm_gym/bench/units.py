@@ -1,5 +1,5 @@
 """Playing one unit of bench work: a :class:`WorkUnit` (one entry, one env, one split, consecutive seeds) played by a
-:class:`UnitPlayer` through :func:`llm_gym.evaluation.run_episodes`, each finished episode handed on as an
+:class:`UnitPlayer` through :func:`llm_gym.training.evaluation.run_episodes`, each finished episode handed on as an
 :class:`~llm_gym.bench.store.EpisodeRow`. The same code plays a unit in this process (:mod:`llm_gym.bench.runner`)
 and on a Ray worker (:mod:`llm_gym.bench.ray_runner`).
 """
@@ -16,7 +16,7 @@ from llm_gym.bench.recording import BenchEnvConfig, DetailsBoard, RecordingPolic
 from llm_gym.bench.store import EpisodeRow
 from llm_gym.bench.suite import SuiteEnv
 from llm_gym.envs.catalog import env_family
-from llm_gym.evaluation import EpisodeResult, run_episodes
+from llm_gym.training.evaluation import EpisodeResult, run_episodes
 
 RowSink = Callable[[EpisodeRow, Any], None]
 """Receives each finished episode and its trajectory (None when not recorded)."""

@@ -19,9 +19,10 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from llm_gym.agent import check_checkpoint_settings, checkpoint_config
 from llm_gym.cli.common import resolve_config
 from llm_gym.errors import ConfigError
+from llm_gym.training.checkpoints import checkpoint_config
+from llm_gym.training.setting_checks import check_checkpoint_settings
 
 IN_PROCESS_BACKEND = "hf"
 """The backend an LM checkpoint's merged adapter plays on (``checkpoint_policy`` builds it in this process)."""

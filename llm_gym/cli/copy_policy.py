@@ -20,7 +20,7 @@ def copy_policy_command(
 ) -> None:
     """Copy one checkpoint and its run's config, summary and scalars into a new run directory without the training
     state only --resume reads (it plays, benches and warm-starts like the original; it cannot be resumed)."""
-    from llm_gym.policy_copy import copy_policy
+    from llm_gym.training.policy_copy import copy_policy
 
     copied = copy_policy(checkpoint, dest)
     size = sum(p.stat().st_size for p in copied.rglob("*") if p.is_file())

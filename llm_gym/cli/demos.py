@@ -10,14 +10,7 @@ import gymnasium as gym
 import typer
 
 from llm_gym import __version__
-from llm_gym.agent import (
-    EnvConfig,
-    Policy,
-    check_untrained_settings,
-    load_policy,
-    policy_env_kwargs,
-    sampling_policy,
-)
+from llm_gym.agent import EnvConfig, Policy, policy_env_kwargs, sampling_policy
 from llm_gym.cli.checkpoint_settings import checkpoint_overrides
 from llm_gym.cli.common import (
     BackendOption,
@@ -43,6 +36,8 @@ from llm_gym.envs.tasks import TaskRange
 from llm_gym.errors import ConfigError, UnsupportedEnvError
 from llm_gym.plugins import get_agent
 from llm_gym.stats import mean_ci95
+from llm_gym.training.checkpoints import load_policy
+from llm_gym.training.setting_checks import check_untrained_settings
 
 DEFAULT_EPISODES = 10
 """``--episodes`` when not given."""

@@ -1,4 +1,4 @@
-"""``llm-gym play --exact``: a policy's exact evaluation on a small OpenSpiel game (:mod:`llm_gym.exact`), as a table
+"""``llm-gym play --exact``: a policy's exact evaluation on a small OpenSpiel game (:mod:`llm_gym.training.exact`), as a table
 or JSON, with a progress line while the policy is asked about each position."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from llm_gym.agent import EnvConfig, Policy
-from llm_gym.exact import ExactResult, check_exact_env, evaluate_exact
+from llm_gym.training.exact import ExactResult, check_exact_env, evaluate_exact
 
 __all__ = ["check_exact_env", "exact_report", "play_exact", "print_exact"]
 

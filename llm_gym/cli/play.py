@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from llm_gym.agent import EnvConfig, check_untrained_settings, load_policy, policy_env_kwargs, sampling_policy
+from llm_gym.agent import EnvConfig, policy_env_kwargs, sampling_policy
 from llm_gym.cli.checkpoint_settings import checkpoint_overrides
 from llm_gym.cli.common import (
     AgentOption,
@@ -37,9 +37,11 @@ from llm_gym.envs.catalog import env_family, env_spec, evaluation_overrides, ren
 from llm_gym.envs.catalog import make as make_env
 from llm_gym.envs.tasks import TaskRange
 from llm_gym.errors import ConfigError, LLMGymError, UnknownNameError, UnsupportedEnvError
-from llm_gym.evaluation import HELDOUT_SEED, Stopwatch, VideoWarning, run_episodes
 from llm_gym.plugins import get_agent
 from llm_gym.stats import mean_ci95
+from llm_gym.training.checkpoints import load_policy
+from llm_gym.training.evaluation import HELDOUT_SEED, Stopwatch, VideoWarning, run_episodes
+from llm_gym.training.setting_checks import check_untrained_settings
 
 
 @cli_errors

@@ -11,7 +11,7 @@ from types import TracebackType
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from llm_gym.evaluation import EpisodeResult, Stopwatch
+from llm_gym.training.evaluation import EpisodeResult, Stopwatch
 
 
 class PlayProgress:

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from llm_gym.agent import EnvConfig, load_policy, policy_env_kwargs
+from llm_gym.agent import EnvConfig, policy_env_kwargs
 from llm_gym.atomic import write_json_atomic
 from llm_gym.cli.checkpoint_settings import checkpoint_overrides
 from llm_gym.cli.common import (
@@ -25,9 +25,10 @@ from llm_gym.cli.common import (
 from llm_gym.cli.play import check_same_action_set, note_training_env_args_left_out
 from llm_gym.envs.catalog import env_spec
 from llm_gym.errors import ConfigError
-from llm_gym.evaluation import run_episodes
 from llm_gym.runs import Run
-from llm_gym.selection import (
+from llm_gym.training.checkpoints import load_policy
+from llm_gym.training.evaluation import run_episodes
+from llm_gym.training.selection import (
     CRITERIA,
     LATEST,
     Candidate,
@@ -37,7 +38,7 @@ from llm_gym.selection import (
     check_seed_blocks,
     find_candidates,
 )
-from llm_gym.selection import select as choose
+from llm_gym.training.selection import select as choose
 
 
 @cli_errors

@@ -13,8 +13,8 @@ from typing import Any
 
 from llm_gym.envs.catalog import env_family
 from llm_gym.envs.tasks import TaskRange, UniformTaskSampler
-from llm_gym.evaluation import EpisodeResult
 from llm_gym.stats import mean_ci95, wilson_ci95
+from llm_gym.training.evaluation import EpisodeResult
 
 
 def episode_task_ids(tasks: TaskRange, episodes: int, seed: int) -> list[int]:

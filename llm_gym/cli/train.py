@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from llm_gym.agent import EnvConfig, field_settings, load_problem
+from llm_gym.agent import EnvConfig
 from llm_gym.atomic import WriteError
 from llm_gym.cli.common import (
     AgentOption,
@@ -30,9 +30,11 @@ from llm_gym.envs.catalog import env_spec
 from llm_gym.envs.catalog import make as make_env
 from llm_gym.errors import CheckpointError, ConfigError, LLMGymError
 from llm_gym.plugins import get_agent
-from llm_gym.policy_copy import refuse_resume_of_policy_copy
 from llm_gym.presets import get_preset
 from llm_gym.runs import Run, verify_checkpoint
+from llm_gym.training.checkpoints import load_problem
+from llm_gym.training.policy_copy import refuse_resume_of_policy_copy
+from llm_gym.training.setting_checks import field_settings
 
 DEFAULT_RUNS_ROOT = Path("runs")
 """Where ``train`` puts a new run without ``--run-dir`` / ``--runs-root``."""

@@ -23,8 +23,8 @@ from typing import Any
 
 from llm_gym.actions import legal_action_name
 from llm_gym.agent import EnvConfig, Policy, best_value_indices, policy_action_values
-from llm_gym.evaluation import run_episodes
-from llm_gym.training import evaluation_env
+from llm_gym.training.evaluation import run_episodes
+from llm_gym.training.loop import evaluation_env
 
 
 @dataclass

@@ -32,7 +32,7 @@ from llm_gym.learning_demo.config import LearningDemoConfig
 from llm_gym.plugins import get_agent
 from llm_gym.runs import Run, default_run_name
 from llm_gym.stats import mean_ci95, wilson_ci95
-from llm_gym.training import play_evaluation
+from llm_gym.training.loop import play_evaluation
 
 EXPLORER_GAMES = 4
 """The uniformly random player plays this many times the evaluation's games to find the positions the demonstrator

@@ -1,7 +1,7 @@
 """The RL demo behind ``make demo``: the default model learns Kuhn poker by reinforcement learning, from no
 demonstrations. ``ppo_lora`` with a preset recipe (groups of games dealt from one seed, ``advantage=group``) trains
 the model; the untrained and the trained model play the same held-out games greedily, and each is also evaluated
-exactly (every deal and every move of the random opponent: ``llm_gym.exact``); the random player and the exact best
+exactly (every deal and every move of the random opponent: ``llm_gym.training.exact``); the random player and the exact best
 response are the reference rows. One process, the model loaded for each policy as ``llm-gym play`` loads it.
 
 Agents are looked up in the plugin registry by name (the core never imports ``llm_gym.agents``).
@@ -19,12 +19,12 @@ from llm_gym.agent import EnvConfig, Policy
 from llm_gym.atomic import write_json_atomic
 from llm_gym.callbacks import Callback
 from llm_gym.config import apply_overrides, to_dict
-from llm_gym.evaluation import HELDOUT_SEED
-from llm_gym.exact import ExactResult, evaluate_exact
 from llm_gym.learning_demo.pipeline import Arm, Log
 from llm_gym.plugins import get_agent
 from llm_gym.runs import Run, default_run_name
-from llm_gym.training import play_evaluation
+from llm_gym.training.evaluation import HELDOUT_SEED
+from llm_gym.training.exact import ExactResult, evaluate_exact
+from llm_gym.training.loop import play_evaluation
 
 RESULT_FILE = "rl_demo.json"
 """Written into the run directory: the settings, every game's return and score, the exact values, the timings."""

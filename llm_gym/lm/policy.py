@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 
 from llm_gym.actions import parse_action
-from llm_gym.decisions import DecisionDetails
+from llm_gym.agent import DecisionDetails
 from llm_gym.envs.catalog import EnvConfig, EnvTraits
 from llm_gym.envs.history import TURNS_KEY
 from llm_gym.envs.protocol import legal_choices, step_instructions

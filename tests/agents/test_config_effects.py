@@ -15,9 +15,8 @@ import numpy as np
 import pytest
 import torch
 
-from llm_gym.agent import AgentConfig, EnvConfig
+from llm_gym.agent import AgentConfig, EnvConfig, act_with_details
 from llm_gym.config import apply_overrides, field_effect, fields_with_effect, nested_agent_fields, training_only
-from llm_gym.decisions import act_with_details
 from llm_gym.plugins import agents
 
 TTT = "OpenSpiel-tic_tac_toe-v0"

@@ -6,11 +6,10 @@ import gymnasium as gym
 import pytest
 
 import llm_gym  # noqa: F401  (registers the envs)
-from llm_gym.agent import EnvConfig
-from llm_gym.decisions import act_with_details
+from llm_gym.agent import EnvConfig, act_with_details
 from llm_gym.errors import UnknownNameError
-from llm_gym.evaluation import run_episodes
 from llm_gym.plugins import get_agent
+from llm_gym.training.evaluation import run_episodes
 
 BREAKOUT_FIRE = EnvConfig("LLMBreakout-text-v0", {"fire_on_reset": True})
 

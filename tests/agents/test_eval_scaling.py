@@ -1,11 +1,11 @@
-"""Every learner's evaluation scales with its run (llm_gym.training.scaled_eval_steps): a tiny run ends in minutes,
+"""Every learner's evaluation scales with its run (llm_gym.training.loop.scaled_eval_steps): a tiny run ends in minutes,
 a long run keeps whole games, and a short board game is never cut."""
 
 from __future__ import annotations
 
 from llm_gym.agents.reflection.config import ReflectionConfig
 from llm_gym.agents.reflection.train import eval_max_steps
-from llm_gym.training import MIN_EPISODE_CUT, scaled_eval_steps
+from llm_gym.training.loop import MIN_EPISODE_CUT, scaled_eval_steps
 
 
 def test_a_tiny_reflection_run_evaluates_short_episodes() -> None:

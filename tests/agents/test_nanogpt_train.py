@@ -12,15 +12,16 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from llm_gym.agent import EnvConfig, load_policy
+from llm_gym.agent import EnvConfig
 from llm_gym.agents.nanogpt_ppo import NanoGPTPPOAgent, NanoGPTPPOConfig
 from llm_gym.agents.nanogpt_ppo.policy import WEIGHTS_FILE
 from llm_gym.agents.nanogpt_ppo.testing import TINY_SETTINGS
 from llm_gym.callbacks import Callback, StopAfterSteps
 from llm_gym.config import to_dict
 from llm_gym.envs.spaces import text_space
-from llm_gym.evaluation import run_episodes
 from llm_gym.runs import Run
+from llm_gym.training.checkpoints import load_policy
+from llm_gym.training.evaluation import run_episodes
 
 TINY = TINY_SETTINGS
 
@@ -277,8 +278,8 @@ def test_policy_is_greedy_by_default_and_epsilon_explores_legal_actions_only() -
 
 
 def test_start_spread_plays_its_drawn_random_steps_before_the_first_rollout(tmp_path: Path) -> None:
-    from llm_gym.curves import read_scalars
-    from llm_gym.training import SPREAD_SEED_KEY
+    from llm_gym.training.curves import read_scalars
+    from llm_gym.training.loop import SPREAD_SEED_KEY
 
     config = NanoGPTPPOConfig(total_steps=64, eval_every=0, checkpoint_every=0, start_spread=30, seed=2, **TINY)
     run = make_run(tmp_path, "LLMBreakout-ascii-v0", config)

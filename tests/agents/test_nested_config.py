@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from llm_gym.agent import EnvConfig, field_settings
+from llm_gym.agent import EnvConfig
 from llm_gym.agents.curriculum import CurriculumAgent, CurriculumConfig
 from llm_gym.config import apply_overrides, nested_agent_fields, to_dict
 from llm_gym.plugins import agents
 from llm_gym.runs import Run
 from llm_gym.testing import error_line, invoke
+from llm_gym.training.setting_checks import field_settings
 
 ENV = "OpenSpiel-v0"
 PLAY = ("--episodes", "1", "--max-steps", "2", "--json")

@@ -11,9 +11,9 @@ from llm_gym.agent import EnvConfig
 from llm_gym.agents.openspiel_best_response import BestResponseConfig, BestResponsePolicy, count_states
 from llm_gym.envs.openspiel.core import pyspiel_module
 from llm_gym.errors import UnsupportedEnvError
-from llm_gym.evaluation import run_episodes
 from llm_gym.plugins import get_agent
 from llm_gym.stats import mean_ci95
+from llm_gym.training.evaluation import run_episodes
 
 KUHN = "OpenSpiel-kuhn_poker-v0"
 

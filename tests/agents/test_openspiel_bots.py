@@ -12,8 +12,8 @@ from llm_gym.agents.openspiel_bots import MCTSAgentConfig, MCTSPolicy
 from llm_gym.cli import build_app
 from llm_gym.envs.openspiel.catalog import task_id_of
 from llm_gym.errors import UnsupportedEnvError
-from llm_gym.evaluation import run_episodes
 from llm_gym.plugins import get_agent
+from llm_gym.training.evaluation import run_episodes
 
 
 def test_mcts_is_a_registered_agent_that_beats_random_at_tic_tac_toe() -> None:

@@ -9,8 +9,8 @@ from llm_gym.agent import EnvConfig
 from llm_gym.agents.openspiel_solver import GameSolver, SolverConfig, SolverPolicy
 from llm_gym.envs.openspiel.core import pyspiel_module
 from llm_gym.errors import UnsupportedEnvError
-from llm_gym.evaluation import run_episodes
 from llm_gym.plugins import get_agent
+from llm_gym.training.evaluation import run_episodes
 
 TTT = "OpenSpiel-tic_tac_toe-v0"
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from llm_gym.agent import EnvConfig, load_policy
+from llm_gym.agent import EnvConfig, act_with_details
 from llm_gym.agents.ppo_lora.testing import tiny_config, train
-from llm_gym.decisions import act_with_details
+from llm_gym.training.checkpoints import load_policy
 
 ENV = "OpenSpiel-tic_tac_toe-v0"
 

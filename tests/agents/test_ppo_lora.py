@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from llm_gym.agent import EnvConfig, load_policy
+from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora import PPOLoRAAgent
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.testing import tiny_config, train
@@ -20,6 +20,7 @@ from llm_gym.envs.testing import register_one_answer_env
 from llm_gym.lm.backends import ScoreRequest
 from llm_gym.lm.runtime import quiet_peft
 from llm_gym.runs import Run
+from llm_gym.training.checkpoints import load_policy
 
 COLOURS = ("red", "green", "blue")
 
@@ -113,8 +114,8 @@ def test_score_mode_learns_the_rewarded_action(tmp_path: Path, tiny_model_dir: P
 
 
 def test_an_entropy_floor_raises_the_bonus_while_the_policy_settles(tmp_path: Path, tiny_model_dir: Path) -> None:
-    from llm_gym.curves import read_scalars
     from llm_gym.rl import adaptive_entropy_coef
+    from llm_gym.training.curves import read_scalars
 
     # The bandit above with a floor of 0.8 nats: the tiny model starts almost certain of one colour (entropy ~0.05),
     # so the coefficient climbs from the configured 0.01 after every update until the cap; the policy still learns
@@ -188,7 +189,7 @@ def test_checkpoint_is_a_plain_peft_adapter(tmp_path: Path, tiny_model_dir: Path
 
 
 def test_a_value_warmup_fits_the_value_and_leaves_the_policy(tmp_path: Path, tiny_model_dir: Path) -> None:
-    from llm_gym.curves import read_scalars
+    from llm_gym.training.curves import read_scalars
 
     # Six updates, all of them warm-up: each fits the value head to its rollout's returns, and the policy plays with
     # exactly the probabilities it started with. (Whether the fit carries over to the next rollout depends on the

@@ -20,9 +20,9 @@ from llm_gym.agents.ppo_lora.policy import checkpoint_policy
 from llm_gym.agents.ppo_lora.testing import resume_as_if_killed, tiny_config, train
 from llm_gym.agents.ppo_lora.train import initial_actor_critic
 from llm_gym.cli import build_app
-from llm_gym.curves import read_scalars
 from llm_gym.envs.catalog import EnvTraits
-from llm_gym.training import training_env
+from llm_gym.training.curves import read_scalars
+from llm_gym.training.loop import training_env
 
 HIDDEN = 64
 NAMES = ("NOOP", "FIRE", "RIGHT", "LEFT")

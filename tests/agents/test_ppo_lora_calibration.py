@@ -14,7 +14,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from llm_gym.agent import EnvConfig, load_policy
+from llm_gym.agent import EnvConfig, act_with_details
 from llm_gym.agents.ppo_lora.calibration import (
     ACTION_BIAS_FILE,
     fit_action_bias,
@@ -22,8 +22,8 @@ from llm_gym.agents.ppo_lora.calibration import (
     mean_probabilities,
 )
 from llm_gym.agents.ppo_lora.testing import tiny_config, train
-from llm_gym.decisions import act_with_details
 from llm_gym.errors import CheckpointError
+from llm_gym.training.checkpoints import load_policy
 
 ENV = "LLMBreakout-text-v0"
 NAMES = ["NOOP", "FIRE", "RIGHT", "LEFT"]
@@ -112,7 +112,7 @@ def _breakout_states(n: int) -> tuple[list, list]:
 def test_a_calibrated_run_keeps_its_offsets_and_plays_as_it_trained(calibrated_run) -> None:
     from llm_gym.agents.ppo_lora.acting import act, strategy_for
     from llm_gym.agents.ppo_lora.train import initial_actor_critic
-    from llm_gym.curves import read_scalars
+    from llm_gym.training.curves import read_scalars
 
     checkpoint, config, summary = calibrated_run
     bias = json.loads((checkpoint / ACTION_BIAS_FILE).read_text())
@@ -148,7 +148,7 @@ def test_a_calibrated_run_keeps_its_offsets_and_plays_as_it_trained(calibrated_r
 
 def test_a_warm_start_keeps_the_offsets_and_export_copies_them(calibrated_run, tmp_path: Path) -> None:
     from llm_gym.cli import build_app
-    from llm_gym.curves import read_scalars
+    from llm_gym.training.curves import read_scalars
 
     checkpoint, config, _ = calibrated_run
     bias = load_action_bias(checkpoint)

@@ -14,7 +14,7 @@ from llm_gym.agents.ppo_lora.testing import tiny_config, train
 from llm_gym.config import to_dict
 from llm_gym.errors import UnsupportedEnvError
 from llm_gym.runs import Run
-from llm_gym.training import load_envs
+from llm_gym.training.loop import load_envs
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from llm_gym.agent import load_policy, policy_env_kwargs
+from llm_gym.agent import policy_env_kwargs
 from llm_gym.agents.ppo_lora.testing import tiny_config, train
+from llm_gym.training.checkpoints import load_policy
 
 ENV = "LLMBreakout-text-v0"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from llm_gym.agent import EnvConfig, load_policy
+from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.acting import act, strategy_for
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.rollout import collect, engine_gap
@@ -20,11 +20,12 @@ from llm_gym.agents.ppo_lora.update import ppo_update
 from llm_gym.envs.catalog import EnvTraits
 from llm_gym.envs.history import TURNS_KEY
 from llm_gym.envs.snapshots import capture, restore
-from llm_gym.evaluation import run_episodes
 from llm_gym.lm.backends.hf import HFBackend
 from llm_gym.lm.backends.vllm_backend import vllm_available
 from llm_gym.lm.models import load_causal_lm
 from llm_gym.stepping import EnvStepper, make_vector_env
+from llm_gym.training.checkpoints import load_policy
+from llm_gym.training.evaluation import run_episodes
 
 ENV = EnvConfig("LLMBreakout-text-v0", {"history": 3})
 

@@ -86,7 +86,7 @@ def test_target_kl_stops_the_update_before_the_step_that_moves_too_far(model_dir
 
 @pytest.mark.timeout(300)
 def test_a_training_run_logs_the_action_statistics(model_dir: Path, tmp_path: Path) -> None:
-    from llm_gym.curves import read_scalars
+    from llm_gym.training.curves import read_scalars
 
     config = tiny_config(model_dir, num_envs=2, num_steps=4, total_steps=16, checkpoint_every=16, lora_rank=4)
     _, run = train(tmp_path / "run", ENV, config)

@@ -14,10 +14,10 @@ from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import VALUE_HEAD_FILE
 from llm_gym.agents.ppo_lora.testing import resume_as_if_killed, tiny_config, train
-from llm_gym.curves import read_scalars
 from llm_gym.errors import ConfigError
 from llm_gym.runs import Run
-from llm_gym.training import SPREAD_SEED_KEY
+from llm_gym.training.curves import read_scalars
+from llm_gym.training.loop import SPREAD_SEED_KEY
 
 SHAPED = EnvConfig("LLMBreakout-text-v0", {"reward_shaping": 10})
 

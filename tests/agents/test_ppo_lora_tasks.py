@@ -20,7 +20,7 @@ from llm_gym.agents.ppo_lora.rollout import cache_common_rules
 from llm_gym.agents.ppo_lora.testing import tiny_config
 from llm_gym.envs.tasks import TaskRange
 from llm_gym.lm.policy import LMPolicy
-from llm_gym.training import evaluation_sampler
+from llm_gym.training.loop import evaluation_sampler
 
 ENV = "OpenSpiel-v0"
 TIC_TAC_TOE, KUHN = 2_200_000_000, 2_400_000_000

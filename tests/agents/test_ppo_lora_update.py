@@ -75,8 +75,8 @@ def test_a_capped_step_is_the_same_in_any_number_of_passes(tmp_path: Path, advan
 
 @pytest.mark.timeout(300)
 def test_the_value_warmup_moves_the_value_head_alone_then_ppo_takes_over(tmp_path: Path) -> None:
-    from llm_gym.curves import read_scalars
     from llm_gym.lm.testing import make_tiny_model
+    from llm_gym.training.curves import read_scalars
 
     model = make_tiny_model(tmp_path / "model", layers=2, hidden=32)
     # Three updates of 32 decisions: two that fit the value head only, then one PPO update.

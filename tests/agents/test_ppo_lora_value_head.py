@@ -16,7 +16,7 @@ from llm_gym.agents.ppo_lora.model import VALUE_HEAD_FILE
 from llm_gym.agents.ppo_lora.policy import load_value_head
 from llm_gym.agents.ppo_lora.testing import tiny_config, train
 from llm_gym.agents.ppo_lora.value_head import INPUTS, ValueHead
-from llm_gym.curves import read_scalars
+from llm_gym.training.curves import read_scalars
 
 HIDDEN = 64
 

@@ -15,8 +15,8 @@ from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.model import VALUE_HEAD_FILE
 from llm_gym.agents.ppo_lora.testing import resume_as_if_killed, tiny_config, train
 from llm_gym.agents.ppo_lora.value_head import ValueHead
-from llm_gym.curves import read_scalars
 from llm_gym.rl import explained_variance
+from llm_gym.training.curves import read_scalars
 
 HIDDEN = 64
 SHAPED = EnvConfig("LLMBreakout-text-v0", {"reward_shaping": 10})  # a reward at most steps: the head has a target

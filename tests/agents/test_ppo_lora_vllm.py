@@ -38,7 +38,7 @@ from llm_gym.lm.scoring import categorical_logprobs
 from llm_gym.rl import compute_gae
 from llm_gym.runs import Run
 from llm_gym.stepping import EnvStepper, make_vector_env
-from llm_gym.training import load_envs
+from llm_gym.training.loop import load_envs
 
 pytestmark = [pytest.mark.vllm, pytest.mark.real_model]
 

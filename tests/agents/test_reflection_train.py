@@ -146,8 +146,8 @@ def test_one_iteration_on_openspiel(tmp_path: Path, tiny_text_model: Path) -> No
     )
     _check_iteration(tmp_path / "run")
     # `play --checkpoint` path: the run's newest checkpoint loads (LoRA merged) and plays.
-    from llm_gym.agent import load_policy
-    from llm_gym.evaluation import run_episodes
+    from llm_gym.training.checkpoints import load_policy
+    from llm_gym.training.evaluation import run_episodes
 
     policy, agent = load_policy(tmp_path / "run")
     assert agent.name == "reflection"
@@ -158,7 +158,7 @@ def test_one_iteration_on_openspiel(tmp_path: Path, tiny_text_model: Path) -> No
 def test_an_iteration_with_history_acts_trains_and_plays_on_the_earlier_turns(
     tmp_path: Path, tiny_text_model: Path
 ) -> None:
-    from llm_gym.agent import load_policy
+    from llm_gym.training.checkpoints import load_policy
 
     _train(
         tiny_text_model,

@@ -13,7 +13,7 @@ import torch
 from sft_demos import sft_settings, write_demos  # tests/agents/sft_demos.py (pytest puts this folder on sys.path)
 from typer.testing import CliRunner
 
-from llm_gym.agent import EnvConfig, load_policy
+from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.acting import act, strategy_for
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.testing import tiny_config
@@ -33,6 +33,7 @@ from llm_gym.lm.finetune import IGNORE, answer_loss, collate
 from llm_gym.lm.runtime import quiet_peft
 from llm_gym.plugins import get_agent
 from llm_gym.runs import Run
+from llm_gym.training.checkpoints import load_policy
 
 TTT = "OpenSpiel-tic_tac_toe-v0"
 ANSWER = "42"

@@ -167,7 +167,7 @@ def test_training_only_settings_of_an_untrained_agent_are_refused(tmp_path: Path
 def test_a_checkpoint_plays_held_out_seeds_like_bench(tmp_path: Path) -> None:
     """Seeds 0, 1, ... are the ones a run's training envs reset with; play --checkpoint evaluated on them."""
     from llm_gym.bench.suite import load_suite
-    from llm_gym.evaluation import HELDOUT_SEED
+    from llm_gym.training.evaluation import HELDOUT_SEED
 
     run = tmp_path / "random_run"
     assert invoke("train", "--agent", "random", "--env", "OpenSpiel-tic_tac_toe-v0", "--run-dir", str(run),

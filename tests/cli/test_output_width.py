@@ -12,11 +12,11 @@ import pytest
 from rich.cells import cell_len
 from rich.console import Console
 
-from llm_gym import training
 from llm_gym.cli import build_app
 from llm_gym.config import first_fields
 from llm_gym.plugins import agents, get_agent
 from llm_gym.testing import invoke
+from llm_gym.training import loop as training
 
 WIDTH = "80"
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from agents.nanogpt_ppo.testing import TINY_SETTINGS
-from llm_gym.selection import Candidate, SeedBlock, select
 from llm_gym.testing import error_line, invoke
+from llm_gym.training.selection import Candidate, SeedBlock, select
 
 ENV = "LLMBreakout-text-v0"
 PLAY = ("--env-arg", "fire_on_reset=true", "--max-steps", "120")

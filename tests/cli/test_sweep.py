@@ -90,7 +90,7 @@ def test_a_rerun_with_other_settings_is_refused(swept: tuple[Path, list[str]]) -
 
 @pytest.mark.timeout(400)
 def test_plot_draws_seeds_as_a_band_from_real_scalars(swept: tuple[Path, list[str]], tmp_path: Path) -> None:
-    from llm_gym.curves import group_runs, read_scalars
+    from llm_gym.training.curves import group_runs, read_scalars
 
     sweep_dir, _ = swept
     steps, values = read_scalars(sweep_dir / "learning_rate=0.001__seed_0")["charts/episodic_return"]

@@ -14,7 +14,7 @@ import llm_gym  # noqa: F401
 from llm_gym.agent import EnvConfig
 from llm_gym.envs.catalog import make
 from llm_gym.errors import ConfigError, EnvInputError
-from llm_gym.training import evaluation_env, training_env
+from llm_gym.training.loop import evaluation_env, training_env
 
 NOOP, FIRE = 0, 1
 

@@ -13,10 +13,10 @@ import llm_gym  # noqa: F401
 from llm_gym.envs.catalog import make
 from llm_gym.envs.history import TURNS_KEY, TurnHistory
 from llm_gym.errors import ConfigError, UnsupportedEnvError
-from llm_gym.evaluation import run_episodes
 from llm_gym.lm.backends import ScoreRequest, make_backend
 from llm_gym.lm.policy import LMPolicy
 from llm_gym.lm.prompts import PromptBuilder, chat_messages
+from llm_gym.training.evaluation import run_episodes
 
 
 def test_the_wrapper_keeps_the_last_k_turns_of_the_episode() -> None:

@@ -90,7 +90,7 @@ class AtariLLMEnv(gym.Env):
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array", "ansi"], "render_fps": 15}
     training_defaults: ClassVar[Mapping[str, Any]] = {"fire_on_reset": True, "terminal_on_life_loss": True}
-    """Env arguments the learning agents train with unless the user sets them (:func:`llm_gym.training.training_env`)."""
+    """Env arguments the learning agents train with unless the user sets them (:func:`llm_gym.training.loop.training_env`)."""
     evaluation_overrides: ClassVar[Mapping[str, Any]] = {"terminal_on_life_loss": False}
     """What every evaluation plays with whatever training used: whole games (:func:`llm_gym.training.evaluation_env`)."""
     reward_only_args: ClassVar[frozenset[str]] = frozenset({"reward_shaping", "shaping_gamma", "shaping_per_ball"})

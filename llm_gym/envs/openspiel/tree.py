@@ -2,7 +2,7 @@
 uniformly random opponent with its probability, and at each learner decision the exact observation and info the
 env would show (:meth:`~llm_gym.envs.openspiel.env.OpenSpielEnv.observe_at`).
 
-Exact evaluation (:mod:`llm_gym.exact`) walks it to compute a policy's expected return without sampling: a node is
+Exact evaluation (:mod:`llm_gym.training.exact`) walks it to compute a policy's expected return without sampling: a node is
 expanded into what comes next (:meth:`GameTree.expand`), the learner's move is applied with :meth:`GameTree.play`.
 The walk follows the env's own rules: the seat is drawn uniformly (unless the env fixes it), an illegal learner
 action costs the env's penalty and is replaced by a uniformly random legal one, and an episode is cut after the

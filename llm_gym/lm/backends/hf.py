@@ -24,9 +24,11 @@ from llm_gym.lm.runtime import configure_threads, default_device
 
 
 def _request_key(request: ScoreRequest, index: int) -> Any:
-    """Text requests merge when equal; an image observation (an array) never merges."""
+    """Text requests merge when equal; an image observation (an array) never merges. Callers may hand choices and
+    turns as lists, so the key is built from tuples rather than the (then unhashable) request."""
     if isinstance(request.observation, str):
-        return request
+        turns = tuple((str(text), str(move)) for text, move in request.turns)
+        return (request.instructions, request.observation, tuple(request.choices), turns)
     return ("unmerged", index)
 
 

@@ -5,19 +5,22 @@ or one only training reads (``training_only``) is refused, naming it (:func:`che
 --checkpoint --set``, ``demos``, a bench checkpoint entry's ``set``); an untrained policy reads no training-only
 setting either (:func:`check_untrained_settings`: ``play --agent NAME --set``, a bench ``agent = NAME`` entry). A
 dict field holding another agent's settings (``nested_agent_config``: the curriculum's ``base_config``) is seen
-through: :func:`field_settings` lists its keys under dotted names with that agent's own markers. ``llm_gym.agent``
-re-exports these names.
+through: :func:`field_settings` lists its keys under dotted names with that agent's own markers.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from llm_gym.config import Effect
+from llm_gym.config import Effect, apply_overrides, field_effect, nested_agent_fields
+from llm_gym.errors import ConfigError
+from llm_gym.plugins import get_agent
 
 if TYPE_CHECKING:
     from llm_gym.agent import Agent, AgentConfig
@@ -46,9 +49,6 @@ def field_settings(
     names (``base_config.learning_rate``), so that agent's own markers decide what each key affects. ``source``
     names where the settings came from in the error a bad nested key raises; ``nested=False`` keeps such a dict
     as one setting."""
-    from llm_gym.config import apply_overrides, field_effect, nested_agent_fields
-    from llm_gym.plugins import get_agent
-
     cls = type(config)
     inside = nested_agent_fields(cls) if nested else {}
     out: dict[str, FieldSetting] = {}
@@ -137,8 +137,6 @@ def _refuse_held(
 ) -> None:
     """Refuse, in one line, a change to a setting the checkpoint's weights hold (a training-only one is refused as
     such afterwards); another base model gets its own wording, with how to play that model untrained."""
-    from llm_gym.errors import ConfigError
-
     held = [f for f in changed if played[f].held and played[f].effect != "training"]
     held.sort(key=lambda f: (_fixed_rank(agent_cls, f), f))
     for name in (f for f in held if _leaf(f) == "model"):
@@ -185,8 +183,6 @@ def _refuse_training_only(
     """The one-line refusal of training-only settings: names them, says to drop them and, where ``command`` is
     given (``llm-gym train --resume RUN``, ``llm-gym train --agent NAME``), how to train with them. Where
     ``num_envs`` is among them, ``num_envs_hint`` says what sets the envs played at once."""
-    from llm_gym.errors import ConfigError
-
     shown = ", ".join(f"{f}={value!r}" for f, value in changed.items())
     them = "it" if len(changed) == 1 else "them"
     hints = []
@@ -203,9 +199,6 @@ def _refuse_training_only(
 def _cli_sets(changed: Mapping[str, Any]) -> str:
     """``--set key=VALUE`` options that give ``changed``; keys of a nested agent config (``base_config.lr``) go into
     one JSON object per dict field, which ``--set`` merges into that field."""
-    import json
-    import shlex
-
     plain = {f: v for f, v in changed.items() if "." not in f}
     nested: dict[str, dict[str, Any]] = {}
     for name, value in changed.items():

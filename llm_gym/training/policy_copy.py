@@ -19,11 +19,12 @@ import json
 import shutil
 from pathlib import Path
 
-from llm_gym.agent import EnvConfig, checkpoint_config, loading
+from llm_gym.agent import EnvConfig
 from llm_gym.atomic import WriteError, error_for, writing
 from llm_gym.errors import CheckpointError
 from llm_gym.runs import CONFIG_FILE, MANIFEST_FILE, SUMMARY_FILE, Run, find_run_dir, verify_checkpoint
-from llm_gym.training import ENVS_FILE, LEGACY_ENVS_FILE, TASKS_FILE
+from llm_gym.training.checkpoints import checkpoint_config, loading
+from llm_gym.training.loop import ENVS_FILE, LEGACY_ENVS_FILE, TASKS_FILE
 
 ENV_STATE_FILES = (ENVS_FILE, LEGACY_ENVS_FILE, TASKS_FILE)
 """What only a resume reads, for every agent: the envs where they stood and the task sampler's state (written by

@@ -22,8 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from llm_gym.agent import EnvConfig, Policy
-from llm_gym.decisions import act_with_details
+from llm_gym.agent import EnvConfig, Policy, act_with_details
 from llm_gym.envs.openspiel.tree import Chance, Decision, GameTree, Leaf, Node, Opponent, outcome
 from llm_gym.errors import ConfigError, UnsupportedEnvError
 

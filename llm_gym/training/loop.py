@@ -27,10 +27,10 @@ from llm_gym.envs.catalog import evaluation_overrides, training_defaults
 from llm_gym.envs.state_codec import StateCodecError, dumps, loads
 from llm_gym.envs.tasks import TaskSampler, UniformTaskSampler
 from llm_gym.errors import CheckpointError, ConfigError
-from llm_gym.evaluation import run_episodes
 from llm_gym.runs import Run
 from llm_gym.stats import mean_ci95
 from llm_gym.stepping import EnvStepper
+from llm_gym.training.evaluation import run_episodes
 
 BEST = "best"
 """The checkpoint name of the best evaluation so far (``checkpoints/best``)."""

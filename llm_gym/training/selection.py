@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llm_gym.curves import expand_runs
 from llm_gym.errors import CheckpointError, ConfigError
 from llm_gym.runs import CONFIG_FILE, Run
 from llm_gym.stats import mean_ci95
+from llm_gym.training.curves import expand_runs
 
 CRITERIA = ("mean", "median")
 """How the validation games rank the candidates. The median is not moved by one outlying game: a Breakout game whose
