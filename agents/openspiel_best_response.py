@@ -20,8 +20,8 @@ from typing import Any
 
 from llm_gym.agent import AgentConfig, EnvConfig, Policy
 from llm_gym.agents.baselines import BaselineAgent
-from llm_gym.agents.openspiel_bots import replay
 from llm_gym.envs.catalog import env_family
+from llm_gym.envs.openspiel.core import pyspiel_module, replay
 from llm_gym.errors import UnsupportedEnvError
 
 
@@ -101,8 +101,6 @@ class BestResponsePolicy:
         if key not in self._responses:
             from open_spiel.python import policy as openspiel_policy
             from open_spiel.python.algorithms.best_response import BestResponsePolicy as OpenSpielBestResponse
-
-            from llm_gym.envs.openspiel.core import pyspiel_module
 
             game = pyspiel_module().load_game(game_string)
             name = game.get_type().short_name

@@ -16,7 +16,12 @@ from typing import Any
 import llm_gym
 from llm_gym.agent import AgentConfig, EnvConfig, Policy
 from llm_gym.agents.baselines import BaselineAgent
+from llm_gym.agents.openspiel_best_response import BestResponseAgent
+from llm_gym.agents.openspiel_solver import SolverAgent
 from llm_gym.envs.catalog import env_family, env_spec
+from llm_gym.envs.openspiel.catalog import game_spec
+from llm_gym.envs.openspiel.core import load_game, pyspiel_module, replay
+from llm_gym.envs.openspiel.opponents import MCTSConfig, MCTSOpponent
 from llm_gym.errors import UnsupportedEnvError
 
 
@@ -40,8 +45,6 @@ class MCTSPolicy:
     """Searches every env's current state with one MCTS bot per game (bots are cached by game string)."""
 
     def __init__(self, config: MCTSAgentConfig) -> None:
-        from llm_gym.envs.openspiel.opponents import MCTSConfig
-
         self.config = config
         self.mcts = MCTSConfig(
             simulations=config.simulations,
@@ -64,28 +67,10 @@ class MCTSPolicy:
 
     def _bot(self, game_string: str, name: str) -> tuple[Any, Any]:
         if game_string not in self._bots:
-            from llm_gym.envs.openspiel.catalog import game_spec
-            from llm_gym.envs.openspiel.core import pyspiel_module
-            from llm_gym.envs.openspiel.opponents import MCTSOpponent
-
             game = pyspiel_module().load_game(game_string)
             seed = self.config.seed * 1_000_003 + len(self._bots)
             self._bots[game_string] = (game, MCTSOpponent(game, game_spec(name), self.mcts, seed))
         return self._bots[game_string]
-
-
-def replay(game: Any, history: Sequence[int]) -> Any:
-    """The state after ``history``; a simultaneous round takes one action per player from the history."""
-    state = game.new_initial_state()
-    index, players = 0, game.num_players()
-    while index < len(history):
-        if state.is_simultaneous_node():
-            state.apply_actions(list(history[index : index + players]))
-            index += players
-        else:
-            state.apply_action(history[index])
-            index += 1
-    return state
 
 
 class MCTSAgent(BaselineAgent):
@@ -104,9 +89,6 @@ class MCTSAgent(BaselineAgent):
 
 
 def _check_terminal_rewards(name: str) -> None:
-    from llm_gym.envs.openspiel.catalog import game_spec
-    from llm_gym.envs.openspiel.core import load_game, pyspiel_module
-
     game = load_game(name, game_spec(name).variants[0])
     if game.get_type().reward_model != pyspiel_module().GameType.RewardModel.TERMINAL:
         raise UnsupportedEnvError(f"OpenSpiel's MCTS needs terminal rewards; {name} pays rewards every move")
@@ -114,9 +96,6 @@ def _check_terminal_rewards(name: str) -> None:
 
 @llm_gym.hookimpl
 def register_agents(register) -> None:
-    from llm_gym.agents.openspiel_best_response import BestResponseAgent
-    from llm_gym.agents.openspiel_solver import SolverAgent
-
     register(MCTSAgent)
     register(SolverAgent)
     register(BestResponseAgent)

@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from llm_gym.agent import AgentConfig, EnvConfig, Policy
 from llm_gym.agents.baselines import BaselineAgent
-from llm_gym.agents.openspiel_bots import replay
 from llm_gym.envs.catalog import env_family
+from llm_gym.envs.openspiel.core import pyspiel_module, replay
 from llm_gym.errors import UnsupportedEnvError
 
 
@@ -38,8 +38,6 @@ class GameSolver:
     """Minimax values (for every seat) and random-opponent expectations of one game's states, memoised."""
 
     def __init__(self, game: Any, max_states: int) -> None:
-        from llm_gym.envs.openspiel.core import pyspiel_module
-
         game_type = game.get_type()
         pyspiel = pyspiel_module()
         if (
@@ -146,8 +144,6 @@ class SolverPolicy:
 
     def _solver(self, game_string: str) -> GameSolver:
         if game_string not in self._solvers:
-            from llm_gym.envs.openspiel.core import pyspiel_module
-
             self._solvers[game_string] = GameSolver(pyspiel_module().load_game(game_string), self.config.max_states)
         return self._solvers[game_string]
 

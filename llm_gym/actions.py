@@ -35,7 +35,8 @@ from typing import Any, Literal
 import gymnasium as gym
 import numpy as np
 
-from llm_gym.envs.protocol import action_aliases, noop_action
+# InvalidActionPolicy lives with the env protocol (envs take it as a setting; envs never import this module).
+from llm_gym.envs.protocol import InvalidActionPolicy, action_aliases, noop_action
 from llm_gym.envs.spaces import TEXT_CHARSET
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.IGNORECASE | re.DOTALL)
@@ -201,16 +202,6 @@ def _earliest_mention(answer: str, names: dict[str, int]) -> int | None:
 
 def _is_word_char(text: str, index: int) -> bool:
     return 0 <= index < len(text) and text[index].isalnum()
-
-
-@dataclass(frozen=True)
-class InvalidActionPolicy:
-    """What happens when a model's text names no legal action."""
-
-    fallback: Literal["noop", "random"] = "noop"
-    """``noop``: the env's no-op action (a random legal one where the game has none); ``random``: a random legal one."""
-    penalty: float = 0.1
-    """Subtracted from the step's reward (recorded as ``info["invalid_action_penalty"]``)."""
 
 
 class TextActions(gym.Wrapper):

@@ -16,7 +16,8 @@ family knows what to provide and :func:`llm_gym.check_llm_env` can check it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, TypedDict, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 import gymnasium as gym
 import numpy as np
@@ -56,6 +57,20 @@ class StepInfo(TypedDict, total=False):
 
 INFO_KEYS: tuple[str, ...] = tuple(StepInfo.__annotations__)
 """Every key :class:`StepInfo` names."""
+
+
+@dataclass(frozen=True)
+class InvalidActionPolicy:
+    """What happens when a model's text names no legal action.
+
+    Envs take it as a setting (OpenSpiel's illegal ids) and :class:`llm_gym.actions.TextActions` applies it to
+    answers; it lives here, with the contract, so that envs never import the parser's module.
+    """
+
+    fallback: Literal["noop", "random"] = "noop"
+    """``noop``: the env's no-op action (a random legal one where the game has none); ``random``: a random legal one."""
+    penalty: float = 0.1
+    """Subtracted from the step's reward (recorded as ``info["invalid_action_penalty"]``)."""
 
 
 @runtime_checkable

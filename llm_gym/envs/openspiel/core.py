@@ -1,9 +1,10 @@
-"""The small pyspiel helpers every OpenSpiel module shares: loading games (cached), sampling chance outcomes."""
+"""The small pyspiel helpers every OpenSpiel module shares: loading games (cached), sampling chance outcomes,
+replaying a history."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llm_gym.errors import ConfigError, MissingDependencyError
@@ -53,3 +54,17 @@ def is_zero_sum(game: Any) -> bool:
 def is_perfect_information(game: Any) -> bool:
     """True when every player sees the whole state (simultaneous moves aside)."""
     return game.get_type().information.name == "PERFECT_INFORMATION"
+
+
+def replay(game: Any, history: Sequence[int]) -> Any:
+    """The state after ``history``; a simultaneous round takes one action per player from the history."""
+    state = game.new_initial_state()
+    index, players = 0, game.num_players()
+    while index < len(history):
+        if state.is_simultaneous_node():
+            state.apply_actions(list(history[index : index + players]))
+            index += players
+        else:
+            state.apply_action(history[index])
+            index += 1
+    return state

@@ -19,7 +19,6 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
-from llm_gym.actions import InvalidActionPolicy
 from llm_gym.envs.inputs import action_id, int_option, reset_options
 from llm_gym.envs.openspiel import text
 from llm_gym.envs.openspiel.affinetes import affinetes_seat
@@ -35,6 +34,7 @@ from llm_gym.envs.openspiel.opponents import (
     make_opponent,
 )
 from llm_gym.envs.openspiel.scoring import is_success, normalised_score
+from llm_gym.envs.protocol import InvalidActionPolicy
 from llm_gym.envs.spaces import text_space
 from llm_gym.errors import ConfigError, EnvInputError, UnknownNameError
 

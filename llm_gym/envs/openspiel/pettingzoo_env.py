@@ -26,7 +26,6 @@ import gymnasium as gym
 import numpy as np
 from pettingzoo import AECEnv
 
-from llm_gym.actions import InvalidActionPolicy
 from llm_gym.envs.inputs import action_id, int_option, reset_options
 from llm_gym.envs.openspiel import text
 from llm_gym.envs.openspiel.catalog import TASK_STRIDE, decode_task_id, game_spec
@@ -34,6 +33,7 @@ from llm_gym.envs.openspiel.core import is_perfect_information, is_zero_sum, loa
 from llm_gym.envs.openspiel.env import MAX_OBSERVATION_CHARS
 from llm_gym.envs.openspiel.moves import ActionNamer, MoveLog, SeatObservations
 from llm_gym.envs.openspiel.scoring import is_success, normalised_score
+from llm_gym.envs.protocol import InvalidActionPolicy
 from llm_gym.envs.spaces import text_space
 from llm_gym.errors import EnvInputError
 
