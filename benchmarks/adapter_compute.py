@@ -43,9 +43,9 @@ from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.decisions import Sampling
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.strategies import GenerateMode
+from llm_gym.agents.sft.batches import Batches, accumulate
 from llm_gym.agents.sft.config import SFTConfig
 from llm_gym.agents.sft.data import DemoEncoder
-from llm_gym.agents.sft.train import Batches, _accumulate
 from llm_gym.demos.format import read_demos
 from llm_gym.demos.record import record_demos, trace_expected_stdout
 from llm_gym.envs.catalog import EnvTraits
@@ -85,7 +85,7 @@ def arm(config: SFTConfig, env: EnvConfig, records: list[Any], batch_size: int) 
 def step(ac: ActorCritic, data: Batches, index: list[int], config: SFTConfig) -> dict[str, float]:
     ac.model.zero_grad(set_to_none=True)
     ac.value_head.zero_grad(set_to_none=True)
-    return _accumulate(data, ac, index, config)
+    return accumulate(data, ac, index, config)
 
 
 def timed(ac: ActorCritic, data: Batches, batches: list[list[int]], config: SFTConfig) -> float:

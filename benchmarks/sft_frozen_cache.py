@@ -30,9 +30,9 @@ import llm_gym  # noqa: F401  (registers the ids)
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.sft import frozen_cache
+from llm_gym.agents.sft.batches import Batches
 from llm_gym.agents.sft.config import SFTConfig
 from llm_gym.agents.sft.data import DemoEncoder
-from llm_gym.agents.sft.train import Batches
 from llm_gym.demos.format import read_demos
 from llm_gym.demos.tree import record_demo_tree
 from llm_gym.envs.catalog import EnvTraits

@@ -27,9 +27,9 @@ import torch
 import llm_gym  # noqa: F401  (registers the ids)
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
+from llm_gym.agents.sft.batches import Batches, accumulate
 from llm_gym.agents.sft.config import SFTConfig
 from llm_gym.agents.sft.data import DemoEncoder
-from llm_gym.agents.sft.train import Batches, _accumulate
 from llm_gym.demos.format import read_demos
 from llm_gym.demos.record import record_demos
 from llm_gym.envs.catalog import EnvTraits
@@ -49,7 +49,7 @@ def timed(data: Batches, ac: ActorCritic, batches: list[list[int]], config: SFTC
     for index in batches:
         ac.model.zero_grad(set_to_none=True)
         ac.value_head.zero_grad(set_to_none=True)
-        _accumulate(data, ac, index, config)
+        accumulate(data, ac, index, config)
     return time.perf_counter() - start
 
 

@@ -14,8 +14,8 @@ from sft_demos import sft_settings  # tests/agents/sft_demos.py
 
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
+from llm_gym.agents.sft.batches import Batches
 from llm_gym.agents.sft.data import DemoEncoder
-from llm_gym.agents.sft.train import Batches
 from llm_gym.demos.format import read_demos
 from llm_gym.envs.catalog import EnvTraits
 from llm_gym.lm.adapter_compute import AdapterCompute

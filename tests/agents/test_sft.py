@@ -20,9 +20,9 @@ from llm_gym.agents.ppo_lora.testing import tiny_config
 from llm_gym.agents.ppo_lora.testing import train as train_ppo
 from llm_gym.agents.ppo_lora.train import initial_actor_critic
 from llm_gym.agents.sft import SFTAgent
+from llm_gym.agents.sft.batches import Batches
 from llm_gym.agents.sft.config import SFTConfig
 from llm_gym.agents.sft.data import DemoEncoder, load_records, split_episodes
-from llm_gym.agents.sft.train import Batches
 from llm_gym.cli import build_app
 from llm_gym.config import to_dict
 from llm_gym.demos.format import read_demos

@@ -16,9 +16,9 @@ from sft_demos import sft_settings  # tests/agents/sft_demos.py
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.sft import SFTAgent
+from llm_gym.agents.sft.batches import Batches
 from llm_gym.agents.sft.config import SFTConfig
 from llm_gym.agents.sft.data import DemoEncoder
-from llm_gym.agents.sft.train import Batches
 from llm_gym.config import to_dict
 from llm_gym.demos.format import read_demos
 from llm_gym.demos.record import record_demos

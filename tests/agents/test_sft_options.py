@@ -19,9 +19,9 @@ from llm_gym.agents.ppo_lora.testing import tiny_config
 from llm_gym.agents.ppo_lora.train import initial_actor_critic
 from llm_gym.agents.ppo_lora.value_head import INPUTS
 from llm_gym.agents.sft import SFTAgent
+from llm_gym.agents.sft.batches import Batches, accumulate
 from llm_gym.agents.sft.config import SFTConfig
 from llm_gym.agents.sft.data import DemoEncoder
-from llm_gym.agents.sft.train import Batches, _accumulate
 from llm_gym.config import to_dict
 from llm_gym.demos.format import read_demos
 from llm_gym.envs.catalog import EnvTraits
@@ -63,7 +63,7 @@ def test_micro_batches_give_the_whole_batch_gradient(tiny_model_dir: Path, ttt_d
         for p in params:
             p.grad = None
         logged.append(
-            _accumulate(data, ac, list(range(7)), sft_settings(tiny_model_dir, ttt_demos, micro_batch_size=micro))
+            accumulate(data, ac, list(range(7)), sft_settings(tiny_model_dir, ttt_demos, micro_batch_size=micro))
         )
         gradients.append([p.grad.clone() for p in params])
     for other in gradients[1:]:

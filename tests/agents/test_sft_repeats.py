@@ -13,8 +13,8 @@ from sft_demos import sft_settings  # tests/agents/sft_demos.py
 
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
+from llm_gym.agents.sft.batches import Batches, accumulate
 from llm_gym.agents.sft.data import DemoEncoder
-from llm_gym.agents.sft.train import Batches, _accumulate
 from llm_gym.demos.format import read_demos
 from llm_gym.envs.catalog import EnvTraits
 
@@ -72,7 +72,7 @@ def test_a_micro_batch_is_distinct_rows(tiny_model_dir: Path, kuhn_demos: Path) 
         return packed(model, rows_index)
 
     data._pack = counting_pack  # type: ignore[method-assign]
-    scalars = _accumulate(data, ac, index, config)
+    scalars = accumulate(data, ac, index, config)
     groups = data.repeats(index)
     assert rows == [min(3, len(groups) - start) for start in range(0, len(groups), 3)]
     with torch.no_grad():
