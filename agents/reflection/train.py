@@ -29,7 +29,14 @@ from llm_gym.agents.reflection.prompts import (
     reflection_observation,
     scored_choice_observation,
 )
-from llm_gym.agents.reflection.trial import Candidate, play_trial
+from llm_gym.agents.reflection.report import (
+    iteration_scalars,
+    print_evaluation,
+    print_iteration,
+    summarize,
+    write_iteration,
+)
+from llm_gym.agents.reflection.trial import Candidate, TrialResult, play_trial
 from llm_gym.agents.reflection.verify import PolicyContinuation, RandomContinuation, verify
 from llm_gym.atomic import write_json_atomic
 from llm_gym.callbacks import Callback
@@ -38,7 +45,6 @@ from llm_gym.envs.protocol import step_instructions
 from llm_gym.lm.backends import GenerateRequest, LMBackend, ScoreRequest
 from llm_gym.lm.finetune import Example, TrainSettings, train_answers
 from llm_gym.lm.policy import LMPolicy
-from llm_gym.lm.prompts import observation_text
 from llm_gym.lm.runtime import configure_threads
 from llm_gym.runs import Run, played_history
 from llm_gym.stats import mean_ci95
@@ -153,232 +159,180 @@ def _load_state(checkpoint: Path | None) -> list[dict[str, Any]]:
 def train(
     config: ReflectionConfig, env: EnvConfig, run: Run, callbacks: Sequence[Callback], agent: str
 ) -> dict[str, Any]:
-    # -- setup -------------------------------------------------------------------------------------------------
+    """Run the iterations not yet done (all of them, or those after ``--resume``'s checkpoint); return the summary."""
     configure_threads(config.threads)
     torch.manual_seed(config.seed)
     traits = EnvTraits.probe(env)
-    cloning = traits.snapshots
     history = _load_state(run.resumed_from)
     model = ReflectionModel(config, run.resumed_from)
     start = (history[-1]["iteration"] + 1) if history else 1
     for callback in callbacks:
         callback.on_training_start(env.env_id, config, start - 1)
     if not history and config.eval_episodes > 0:
-        zero_shot = {"iteration": 0, "eval": evaluate(model.backend(), env, config)}
-        _write_iteration(run, zero_shot)
-        run.log_scalars(0, {"eval/mean_return": zero_shot["eval"]["mean_return"]})
-        history.append(zero_shot)
-        if config.progress:
-            _print_evaluation("before training", zero_shot["eval"], config)
-
+        history.append(evaluate_zero_shot(model, env, config, run))
     for iteration in range(start, config.iterations + 1):
         started = time.perf_counter()
         seed = config.seed * 1000 + iteration
         backend = model.backend()
-        # -- trial ---------------------------------------------------------------------------------------------
         actor = _policy(backend, env, config, greedy=config.trial_greedy, seed=seed)
-        trial = play_trial(
-            actor,
-            env,
-            config.episodes,
-            seed=config.seed + (iteration - 1) * config.episodes,
-            num_envs=config.episodes,
-            max_steps=config.max_steps,
-            rate=config.reflection_rate,
-            gamma=config.credit_gamma,
-            threshold=config.outcome_threshold,
-            context=config.verify_horizon,
-            life_penalty=config.life_penalty,
-            keep=config.max_reflections,
-        )
-        # -- reflection ----------------------------------------------------------------------------------------
-        corrections, counts = reflect(backend, trial.candidates, traits, config, seed)
-        # -- verification by replay ------------------------------------------------------------------------------
-        verdicts: list[Any] = [None] * len(corrections)
-        if config.verify and cloning and corrections:
-            continuation = (
-                PolicyContinuation(_policy(backend, env, config, greedy=True, seed=seed))
-                if config.continuation == "model"
-                else RandomContinuation()
-            )
-            verdicts = verify(
-                [(c, r.action) for c, r in corrections],
-                env,
-                continuation,
-                horizon=config.verify_horizon,
-                keep_ties=config.keep_ties,
-                batch=config.batch_size,
-                seed=seed,
-                life_penalty=config.life_penalty,
-            )
-        kept = [(c, r) for (c, r), v in zip(corrections, verdicts, strict=True) if v is None or v.kept]
-        counts["verified"] = sum(1 for v in verdicts if v is not None and v.kept)
-        counts["improved"] = sum(1 for v in verdicts if v is not None and v.proposed_outcome > v.taken_outcome)
-        counts["rejected"] = sum(1 for v in verdicts if v is not None and not v.kept)
-        counts["unverified"] = sum(1 for v in verdicts if v is None)
-        counts["kept"] = len(kept)
-        # -- fine-tune on the kept corrections -----------------------------------------------------------------
-        # The prompt the policy acted on at the step (its rules and earlier turns), now with the corrected answer.
-        examples = [
-            Example(step_instructions(c.info, traits.instructions), c.before, r.action_name, actor.turns(c.info))
-            for c, r in kept
-        ]
-        losses = train_answers(
-            model.model,
-            [model.encode(e) for e in examples],
-            model.pad_id,
-            TrainSettings(
-                config.epochs,
-                config.train_batch_size,
-                config.learning_rate,
-                config.weight_decay,
-                config.max_grad_norm,
-                seed,
-            ),
-            compute=model.adapter_compute,
-        )
-        # -- evaluation, results, checkpoint -------------------------------------------------------------------
-        mean, ci = mean_ci95(trial.returns)
-        results: dict[str, Any] = {
-            "iteration": iteration,
-            "trial": {
-                "mean_return": mean,
-                "ci95": ci,
-                "returns": trial.returns,
-                "mean_score": sum(trial.scores) / len(trial.scores),
-                "episodes": len(trial.returns),
-                "steps": sum(trial.lengths),
-                "seeds": [config.seed + (iteration - 1) * config.episodes, len(trial.returns)],
-            },
-            "reflections": {"poor_steps": trial.poor_steps, **counts},
-            "finetune": {
-                "examples": len(examples),
-                "steps": len(losses),
-                "first_loss": losses[0] if losses else None,
-                "last_loss": losses[-1] if losses else None,
-                "losses": losses,
-            },
-        }
+        trial = run_trial(actor, env, config, iteration)  # -- trial
+        corrections, counts = reflect(backend, trial.candidates, traits, config, seed)  # -- reflection
+        verdicts = verify_corrections(backend, env, config, corrections, traits.snapshots, seed)  # -- replay
+        kept = keep_verified(corrections, verdicts, counts)
+        examples, losses = finetune(model, actor, kept, traits, config, seed)  # -- fine-tune on the kept ones
+        results = iteration_results(iteration, trial, counts, examples, losses, config)
         if config.eval_episodes > 0:
-            results["eval"] = evaluate(model.backend(), env, config)
+            results["eval"] = evaluate(model.backend(), env, config)  # -- evaluation
         results["seconds"] = time.perf_counter() - started
-        _write_iteration(run, results, corrections, verdicts)
-        run.log_scalars(iteration, _scalars(results))
-        history.append(results)
-        with run.checkpoint(iteration) as directory:
-            model.save(directory)
-            write_json_atomic(directory / STATE_FILE, {"history": history})
-        if config.finetune == "full":
-            run.prune_checkpoints(2)  # whole models are large; adapters are kept for every iteration
-        for callback in callbacks:
-            callback.on_checkpoint(iteration, run.checkpoints_dir / f"step_{iteration}")
-        if config.progress:
-            _print_iteration(results)
+        record_iteration(run, model, history, results, corrections, verdicts, callbacks, config)  # -- checkpoint
+    return finish(run, history, env, config, agent, callbacks)
 
-    # -- summary -----------------------------------------------------------------------------------------------
+
+def evaluate_zero_shot(model: ReflectionModel, env: EnvConfig, config: ReflectionConfig, run: Run) -> dict[str, Any]:
+    """Iteration 0: the untrained model's evaluation, written and logged as the iterations' are."""
+    zero_shot = {"iteration": 0, "eval": evaluate(model.backend(), env, config)}
+    write_iteration(run, zero_shot)
+    run.log_scalars(0, {"eval/mean_return": zero_shot["eval"]["mean_return"]})
+    if config.progress:
+        print_evaluation("before training", zero_shot["eval"], config, eval_max_steps(config))
+    return zero_shot
+
+
+def run_trial(actor: LMPolicy, env: EnvConfig, config: ReflectionConfig, iteration: int) -> TrialResult:
+    """The iteration's episodes (seeds of its own), with the poor steps picked for reflection."""
+    return play_trial(
+        actor,
+        env,
+        config.episodes,
+        seed=config.seed + (iteration - 1) * config.episodes,
+        num_envs=config.episodes,
+        max_steps=config.max_steps,
+        rate=config.reflection_rate,
+        gamma=config.credit_gamma,
+        threshold=config.outcome_threshold,
+        context=config.verify_horizon,
+        life_penalty=config.life_penalty,
+        keep=config.max_reflections,
+    )
+
+
+def verify_corrections(
+    backend: LMBackend, env: EnvConfig, config: ReflectionConfig, corrections: Sequence[tuple[Candidate, Reflection]],
+    cloning: bool, seed: int,
+) -> list[Any]:  # fmt: skip
+    """Each correction replayed from its step against the action taken (where the env can clone its state and
+    ``verify`` is on); None for a correction not replayed."""
+    if not (config.verify and cloning and corrections):
+        return [None] * len(corrections)
+    continuation = (
+        PolicyContinuation(_policy(backend, env, config, greedy=True, seed=seed))
+        if config.continuation == "model"
+        else RandomContinuation()
+    )
+    return verify(
+        [(c, r.action) for c, r in corrections],
+        env,
+        continuation,
+        horizon=config.verify_horizon,
+        keep_ties=config.keep_ties,
+        batch=config.batch_size,
+        seed=seed,
+        life_penalty=config.life_penalty,
+    )
+
+
+def keep_verified(
+    corrections: Sequence[tuple[Candidate, Reflection]], verdicts: Sequence[Any], counts: dict[str, int]
+) -> list[tuple[Candidate, Reflection]]:
+    """The corrections the replay kept (or did not judge), counting verified, improved, rejected and unverified."""
+    kept = [(c, r) for (c, r), v in zip(corrections, verdicts, strict=True) if v is None or v.kept]
+    counts["verified"] = sum(1 for v in verdicts if v is not None and v.kept)
+    counts["improved"] = sum(1 for v in verdicts if v is not None and v.proposed_outcome > v.taken_outcome)
+    counts["rejected"] = sum(1 for v in verdicts if v is not None and not v.kept)
+    counts["unverified"] = sum(1 for v in verdicts if v is None)
+    counts["kept"] = len(kept)
+    return kept
+
+
+def finetune(
+    model: ReflectionModel, actor: LMPolicy, kept: Sequence[tuple[Candidate, Reflection]], traits: EnvTraits,
+    config: ReflectionConfig, seed: int,
+) -> tuple[list[Example], list[float]]:  # fmt: skip
+    """Fine-tune on the kept corrections: the prompt the policy acted on at the step (its rules and earlier turns),
+    now with the corrected answer. Returns the examples and the training losses."""
+    examples = [
+        Example(step_instructions(c.info, traits.instructions), c.before, r.action_name, actor.turns(c.info))
+        for c, r in kept
+    ]
+    settings = TrainSettings(
+        config.epochs, config.train_batch_size, config.learning_rate, config.weight_decay, config.max_grad_norm, seed
+    )
+    losses = train_answers(
+        model.model, [model.encode(e) for e in examples], model.pad_id, settings, compute=model.adapter_compute
+    )
+    return examples, losses
+
+
+def iteration_results(
+    iteration: int, trial: TrialResult, counts: dict[str, int], examples: Sequence[Example], losses: Sequence[float],
+    config: ReflectionConfig,
+) -> dict[str, Any]:  # fmt: skip
+    """What ``iteration_N/results.json`` holds of the trial, the reflections and the fine-tune."""
+    mean, ci = mean_ci95(trial.returns)
+    return {
+        "iteration": iteration,
+        "trial": {
+            "mean_return": mean,
+            "ci95": ci,
+            "returns": trial.returns,
+            "mean_score": sum(trial.scores) / len(trial.scores),
+            "episodes": len(trial.returns),
+            "steps": sum(trial.lengths),
+            "seeds": [config.seed + (iteration - 1) * config.episodes, len(trial.returns)],
+        },
+        "reflections": {"poor_steps": trial.poor_steps, **counts},
+        "finetune": {
+            "examples": len(examples),
+            "steps": len(losses),
+            "first_loss": losses[0] if losses else None,
+            "last_loss": losses[-1] if losses else None,
+            "losses": losses,
+        },
+    }
+
+
+def record_iteration(
+    run: Run, model: ReflectionModel, history: list[dict[str, Any]], results: dict[str, Any],
+    corrections: Sequence[Any], verdicts: Sequence[Any], callbacks: Sequence[Callback], config: ReflectionConfig,
+) -> None:  # fmt: skip
+    """The iteration's files and scalars, then checkpoint ``step_N`` (the model and the history so far)."""
+    iteration = results["iteration"]
+    write_iteration(run, results, corrections, verdicts)
+    run.log_scalars(iteration, iteration_scalars(results))
+    history.append(results)
+    with run.checkpoint(iteration) as directory:
+        model.save(directory)
+        write_json_atomic(directory / STATE_FILE, {"history": history})
+    if config.finetune == "full":
+        run.prune_checkpoints(2)  # whole models are large; adapters are kept for every iteration
+    for callback in callbacks:
+        callback.on_checkpoint(iteration, run.checkpoints_dir / f"step_{iteration}")
+    if config.progress:
+        print_iteration(results)
+
+
+def finish(
+    run: Run, history: Sequence[dict[str, Any]], env: EnvConfig, config: ReflectionConfig, agent: str,
+    callbacks: Sequence[Callback],
+) -> dict[str, Any]:  # fmt: skip
+    """The reward plot, the last evaluation's line, ``summary.json``."""
     plot = plot_rewards(history, run.path / "reward_over_iterations.png", env.env_id)
     evals = [h for h in history if "eval" in h]
     if config.progress and len(evals) > 1:
-        _print_evaluation(f"after iteration {evals[-1]['iteration']}", evals[-1]["eval"], config)
-    trials = [h for h in history if "trial" in h]
-    summary = {
-        "agent": agent,
-        "env_id": env.env_id,
-        "model": config.model,
-        "iterations": len(trials),
-        "episodes": sum(h["trial"]["episodes"] for h in trials),
-        "env_steps": sum(h["trial"]["steps"] for h in trials),
-        "mean_return": trials[-1]["trial"]["mean_return"] if trials else None,
-        "ci95": trials[-1]["trial"]["ci95"] if trials else None,
-        "first_eval_return": evals[0]["eval"]["mean_return"] if evals else None,
-        "final_eval_return": evals[-1]["eval"]["mean_return"] if evals else None,
-        "trial_returns": [h["trial"]["mean_return"] for h in trials],
-        "eval_returns": [(h["iteration"], h["eval"]["mean_return"]) for h in evals],
-        "reflections": {
-            key: sum(h["reflections"][key] for h in trials)
-            for key in (
-                "proposed",
-                "parsed",
-                "unparsable",
-                "unchanged",
-                "verified",
-                "improved",
-                "rejected",
-                "unverified",
-            )
-        },
-        "plot": str(plot),
-        "checkpoint": str(run.latest_checkpoint()) if run.latest_checkpoint() else None,
-    }
+        when = f"after iteration {evals[-1]['iteration']}"
+        print_evaluation(when, evals[-1]["eval"], config, eval_max_steps(config))
+    summary = summarize(history, agent, env.env_id, config, plot, run.latest_checkpoint())
     run.write_summary(summary)
     for callback in callbacks:
-        callback.on_training_end(len(trials), summary)
+        callback.on_training_end(summary["iterations"], summary)
     return summary
-
-
-def _scalars(results: dict[str, Any]) -> dict[str, float]:
-    scalars = {
-        "trial/mean_return": results["trial"]["mean_return"],
-        "trial/mean_score": results["trial"]["mean_score"],
-        **{f"reflections/{k}": float(v) for k, v in results["reflections"].items()},
-        "finetune/examples": results["finetune"]["examples"],
-    }
-    if results["finetune"]["last_loss"] is not None:
-        scalars["finetune/first_loss"] = results["finetune"]["first_loss"]
-        scalars["finetune/last_loss"] = results["finetune"]["last_loss"]
-    if "eval" in results:
-        scalars["eval/mean_return"] = results["eval"]["mean_return"]
-    return scalars
-
-
-def _write_iteration(
-    run: Run, results: dict[str, Any], corrections: Sequence[Any] = (), verdicts: Sequence[Any] = ()
-) -> None:
-    directory = run.path / f"iteration_{results['iteration']}"
-    directory.mkdir(exist_ok=True)
-    with open(directory / "corrections.jsonl", "w") as handle:
-        for (candidate, reflection), verdict in zip(corrections, verdicts, strict=True):
-            record = {
-                "episode": candidate.episode,
-                "step": candidate.step,
-                "observation": observation_text(candidate.before),
-                "taken": candidate.action_name,
-                "proposed": reflection.action_name,
-                "analysis": reflection.analysis,
-                "reasoning": reflection.reasoning,
-                "outcome": candidate.outcome,
-                "replay": None
-                if verdict is None
-                else {"taken": verdict.taken_outcome, "proposed": verdict.proposed_outcome},
-                "kept": verdict is None or verdict.kept,
-            }
-            handle.write(json.dumps(record) + "\n")
-    write_json_atomic(directory / "results.json", results)
-
-
-def _print_evaluation(when: str, evaluation: dict[str, Any], config: ReflectionConfig) -> None:
-    """One line: the greedy evaluation's mean return with its 95% interval, on which held-out games."""
-    from rich.console import Console
-
-    games = len(evaluation["returns"])
-    Console().print(
-        f"{when}: greedy return {evaluation['mean_return']:.2f} ± {evaluation['ci95']:.2f} (95% CI) on {games} "
-        f"held-out games (seeds {config.eval_seed}-{config.eval_seed + games - 1}, cut at {eval_max_steps(config)} "
-        "steps)",
-        highlight=False,
-    )
-
-
-def _print_iteration(results: dict[str, Any]) -> None:
-    from rich.console import Console
-
-    r, t = results["reflections"], results["trial"]
-    line = (
-        f"iteration {results['iteration']}: trial return {t['mean_return']:.2f} ± {t['ci95']:.2f} "
-        f"({t['episodes']} episodes); reflections {r['proposed']} proposed, {r['parsed']} parsed, "
-        f"{r['verified']} verified ({r['improved']} strictly better), {r['rejected']} rejected; "
-        f"{results['finetune']['examples']} examples"
-    )
-    if "eval" in results:
-        line += f"; eval {results['eval']['mean_return']:.2f}"
-    Console().print(line)
