@@ -23,14 +23,8 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from llm_gym.bench.store import (
-    EpisodeStore,
-    StoreError,
-    check_existing,
-    ensure_exact_table,
-    has_exact_table,
-    merge_machines,
-)
+from llm_gym.bench.store import EpisodeStore, merge_machines
+from llm_gym.bench.store_file import StoreError, check_existing, ensure_exact_table, has_exact_table
 
 
 @dataclass(frozen=True)

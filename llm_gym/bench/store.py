@@ -4,19 +4,14 @@
   ``ON CONFLICT DO NOTHING``, so an episode is stored at most once whatever was killed when.
 * Each episode is written in its own transaction (WAL journal, ``synchronous=FULL``): a kill loses at most the
   episodes still being played, never half a row.
-* The file is marked as ours with SQLite's ``application_id`` header field. A file that is not SQLite, or a SQLite
-  database of something else, is refused with a clear error and never written to.
-* Exact evaluations (:mod:`llm_gym.bench.exact`) sit in their own table, one row per (entry, env) identity. It is
-  made with ``CREATE TABLE IF NOT EXISTS`` when the first one is stored, so schema 1 stays schema 1: a store written
-  before the table existed opens and renders as it did (reading it writes nothing), and an older llm-gym opens a
-  store that has the table and leaves the table alone.
+* Exact evaluations (:mod:`llm_gym.bench.exact`) sit in their own table, one row per (entry, env) identity.
+
+The file itself (its schema, what is refused without being written to) is :mod:`llm_gym.bench.store_file`'s.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
-import sqlite3
 import time
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
@@ -24,81 +19,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llm_gym.atomic import WriteError, error_for, writing
-from llm_gym.errors import LLMGymError
+from llm_gym.atomic import writing
+from llm_gym.bench.store_file import (
+    StoreError,
+    ensure_exact_table,
+    has_exact_table,
+    open_store_file,
+)
 
-APPLICATION_ID = 0x4C4C4D47  # "LLMG": SQLite's application_id header field, set once when we create the file
-SCHEMA_VERSION = 1
 DEFAULT_DB = Path("leaderboard") / "episodes.sqlite"
 
-_SCHEMA = """
-CREATE TABLE episodes (
-    id INTEGER PRIMARY KEY,
-    suite TEXT NOT NULL,
-    split TEXT NOT NULL,
-    entry TEXT NOT NULL,
-    entry_hash TEXT NOT NULL,
-    agent TEXT NOT NULL,
-    checkpoint_hash TEXT,
-    env_label TEXT NOT NULL,
-    game TEXT NOT NULL,
-    env_id TEXT NOT NULL,
-    env_args TEXT NOT NULL,
-    env_hash TEXT NOT NULL,
-    task_id INTEGER,
-    seed INTEGER NOT NULL,
-    episode_return REAL NOT NULL,
-    raw_return REAL,
-    score REAL,
-    length INTEGER NOT NULL,
-    truncated INTEGER NOT NULL,
-    invalid_actions INTEGER NOT NULL,
-    decisions INTEGER,
-    tokens INTEGER,
-    wall_seconds REAL NOT NULL,
-    llm_gym_version TEXT NOT NULL,
-    final_info TEXT NOT NULL,
-    created_at REAL NOT NULL
-);
--- The episode's identity. SQLite treats NULLs as distinct in UNIQUE, so "no task id" is keyed as -1.
-CREATE UNIQUE INDEX episode_key ON episodes (entry, entry_hash, env_label, env_hash, seed, IFNULL(task_id, -1));
-CREATE TABLE trajectories (
-    episode_id INTEGER PRIMARY KEY REFERENCES episodes(id),
-    data BLOB NOT NULL
-);
-CREATE TABLE entries (
-    entry TEXT NOT NULL,
-    entry_hash TEXT NOT NULL,
-    agent TEXT NOT NULL,
-    config TEXT NOT NULL,
-    checkpoint TEXT,
-    training TEXT,
-    machine TEXT NOT NULL,
-    PRIMARY KEY (entry, entry_hash)
-);
-"""
-
-
-_EXACT_SCHEMA = """
-CREATE TABLE IF NOT EXISTS exact (
-    entry TEXT NOT NULL,
-    entry_hash TEXT NOT NULL,
-    env_label TEXT NOT NULL,
-    env_hash TEXT NOT NULL,
-    suite TEXT NOT NULL,
-    result TEXT NOT NULL,
-    seconds REAL NOT NULL,
-    machine TEXT NOT NULL,
-    llm_gym_version TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    PRIMARY KEY (entry, entry_hash, env_label, env_hash)
-)
-"""
-"""One exact evaluation per (entry, env) identity, the same identity as its episodes'."""
-
-
-class StoreError(LLMGymError):
-    """A results file that cannot be used (not SQLite, another program's database, a newer schema)."""
+__all__ = ["DEFAULT_DB", "EpisodeRow", "EpisodeStore", "ExactRow", "StoreError", "machines_of", "merge_machines"]
 
 
 @dataclass(frozen=True)
@@ -160,7 +91,7 @@ class EpisodeStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.conn = _open(self.path)
+        self.conn = open_store_file(self.path)
 
     def __enter__(self) -> EpisodeStore:
         return self
@@ -312,17 +243,6 @@ class EpisodeStore:
         return [int(r[0]) for r in self.conn.execute("SELECT episode_id FROM trajectories ORDER BY episode_id")]
 
 
-def has_exact_table(conn: sqlite3.Connection) -> bool:
-    """Whether a store holds the exact table (stores that never stored an exact evaluation do not)."""
-    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='exact'").fetchone()
-    return found is not None
-
-
-def ensure_exact_table(conn: sqlite3.Connection) -> None:
-    """Make the exact table where it is missing (inside the caller's transaction)."""
-    conn.execute(_EXACT_SCHEMA)
-
-
 def machines_of(machine: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The machines an ``entries.machine`` value names: one machine's description, or ``{"machines": [...]}``."""
     if "machines" in machine:
@@ -338,71 +258,3 @@ def merge_machines(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> dict[s
         if machine not in merged:
             merged.append(machine)
     return merged[0] if len(merged) == 1 else {"machines": merged}
-
-
-def _open(path: Path) -> sqlite3.Connection:
-    """Open (or create) the store, refusing any file that is not one of ours without writing to it. A store that
-    cannot be created (an unwritable folder, a full disk) is one line, and leaves no half-made file behind."""
-    fresh = not path.exists() or path.stat().st_size == 0
-    if not fresh:
-        check_existing(path)
-    made_folder = not path.parent.exists()
-    try:
-        with writing(path):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(path, timeout=30, isolation_level=None)
-    except WriteError:
-        if made_folder:
-            shutil.rmtree(path.parent, ignore_errors=True)
-        raise
-    conn.isolation_level = "DEFERRED"
-    try:
-        with writing(path):
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
-            if fresh:
-                with conn:
-                    conn.executescript(
-                        f"BEGIN; {_SCHEMA} PRAGMA application_id={APPLICATION_ID}; "
-                        f"PRAGMA user_version={SCHEMA_VERSION}; COMMIT;"
-                    )
-    except WriteError:
-        conn.close()
-        if fresh:  # what this call made: the file and SQLite's journal files beside it
-            for made in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
-                made.unlink(missing_ok=True)
-        raise
-    except sqlite3.DatabaseError as exc:
-        conn.close()
-        raise StoreError(f"{path}: cannot use this results file: {exc}") from exc
-    return conn
-
-
-def check_existing(path: Path) -> None:
-    """Read-only checks of an existing file: SQLite, our application id, a schema version we know."""
-    header = path.read_bytes()[:16] if path.is_file() else b""
-    if not path.is_file() or not header.startswith(b"SQLite format 3\x00"):
-        raise StoreError(
-            f"{path} is not a SQLite results file (left untouched); pass another --db or move the file away"
-        )
-    try:
-        probe = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            app_id = probe.execute("PRAGMA application_id").fetchone()[0]
-            version = probe.execute("PRAGMA user_version").fetchone()[0]
-            check = probe.execute("PRAGMA quick_check").fetchone()[0]
-        finally:
-            probe.close()
-    except sqlite3.DatabaseError as exc:
-        if "disk I/O error" in str(exc) or "disk is full" in str(exc):  # even reading a WAL store writes beside it
-            raise error_for(path, exc, "the episodes stored before are kept") from exc
-        raise StoreError(f"{path} is a damaged SQLite file (left untouched): {exc}; pass another --db") from exc
-    if check != "ok":
-        raise StoreError(f"{path} is a damaged SQLite file (left untouched): {check}; pass another --db")
-    if app_id != APPLICATION_ID:
-        raise StoreError(
-            f"{path} is a SQLite database of another program (application_id {app_id:#x}), not an llm-gym results "
-            "file; it was left untouched; pass another --db"
-        )
-    if version > SCHEMA_VERSION:
-        raise StoreError(f"{path} was written by a newer llm-gym (schema {version}); upgrade llm-gym to read it")

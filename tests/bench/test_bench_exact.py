@@ -16,7 +16,8 @@ from llm_gym.bench.entries import env_hash, resolve_entry
 from llm_gym.bench.merge import merge_store
 from llm_gym.bench.render import render_leaderboard
 from llm_gym.bench.runner import resolve_entries, run_suite
-from llm_gym.bench.store import EpisodeStore, has_exact_table
+from llm_gym.bench.store import EpisodeStore
+from llm_gym.bench.store_file import has_exact_table
 from llm_gym.bench.suite import SuiteEnv, load_suite
 from llm_gym.bench.units import UnitPlayer
 from llm_gym.cli import build_app
