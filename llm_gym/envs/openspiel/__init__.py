@@ -7,13 +7,14 @@ in :data:`~llm_gym.envs.openspiel.catalog.GAMES` and ``OpenSpiel-v0`` (any game,
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from llm_gym.envs.openspiel.catalog import GAME_NAMES, GAMES, TASK_STRIDE, GameSpec, Task, decode_task_id, task_id_of
 
 _LAZY = {
     "OpenSpielEnv": "llm_gym.envs.openspiel.env",
-    "OpenSpielSnapshot": "llm_gym.envs.openspiel.env",
+    "OpenSpielSnapshot": "llm_gym.envs.openspiel.snapshots",
     "MCTSConfig": "llm_gym.envs.openspiel.opponents",
     "OpenSpielAECEnv": "llm_gym.envs.openspiel.pettingzoo_env",
     "aec_env": "llm_gym.envs.openspiel.pettingzoo_env",
@@ -24,7 +25,5 @@ __all__ = ["GAMES", "GAME_NAMES", "TASK_STRIDE", "GameSpec", "Task", "decode_tas
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        import importlib
-
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,8 +4,9 @@
 opponents' moves until the learner must decide again or the game ends. Simultaneous-move rounds (goofspiel) are
 played as one joint action: the opponents choose from the same state as the learner, without seeing its choice.
 
-(Over 400 lines on purpose: setup, play, observation and snapshots all read and write the same private game state;
-split across modules they would share it through attributes of another object.)
+Setup, play and observation read and write the same private game state, so they stay in this one class; what a seat
+is told (:class:`~llm_gym.envs.openspiel.moves.SeatObservations`) and exact snapshots
+(:class:`~llm_gym.envs.openspiel.snapshots.Snapshots`) are mixins over that state, each in its own module.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import functools
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -34,6 +34,7 @@ from llm_gym.envs.openspiel.opponents import (
     make_opponent,
 )
 from llm_gym.envs.openspiel.scoring import is_success, normalised_score
+from llm_gym.envs.openspiel.snapshots import Snapshots
 from llm_gym.envs.protocol import InvalidActionPolicy
 from llm_gym.envs.spaces import text_space
 from llm_gym.errors import ConfigError, EnvInputError, UnknownNameError
@@ -45,28 +46,12 @@ _ILLEGAL_IDS_HINT = " (ids in that range that are illegal now are played as inva
 _CHANCE, _SIMULTANEOUS, _TERMINAL = -1, -2, -4  # pyspiel.PlayerId values, as plain ints for a fast comparison
 
 
-@dataclass(frozen=True)
-class OpenSpielSnapshot:
-    """Everything :meth:`OpenSpielEnv.restore_state` needs to continue from a point (generators included)."""
-
-    task: Task
-    params: Mapping[str, Any]
-    seat: int
-    state: Any
-    rngs: tuple[random.Random, random.Random]
-    """The generator objects themselves (random opponents share the second) and, below, their states."""
-    rng_states: tuple[Any, Any]
-    opponents: tuple[tuple[int, Opponent, Any], ...]
-    counters: tuple[tuple[int, ...], int, float, bool]
-    log: Any
-
-
 @functools.lru_cache(maxsize=64)
 def _max_actions(games: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]) -> int:
     return max(load_game(name, dict(params)).num_distinct_actions() for name, params in games)
 
 
-class OpenSpielEnv(SeatObservations, gym.Env):
+class OpenSpielEnv(SeatObservations, Snapshots, gym.Env):
     """An OpenSpiel game with text observations for the learner's seat.
 
     Args:
@@ -396,44 +381,3 @@ class OpenSpielEnv(SeatObservations, gym.Env):
         self.state, self.seat, self._log, self._decisions = state, seat, log, list(decisions)
         self._invalid, self._forfeit = 0, False
         return self._observe(0.0, False)
-
-    # -- snapshots (the reflection agent replays corrections from here) ----------------------------------------------
-
-    def clone_state(self) -> OpenSpielSnapshot:
-        """Snapshot game, generators, opponents and counters so a different action can be tried from here."""
-        if self.state is None:
-            raise gym.error.ResetNeeded("call reset() before clone_state()")
-        return OpenSpielSnapshot(
-            task=self.task,
-            params=dict(self.params),
-            seat=self.seat,
-            state=self.state.clone(),
-            rngs=(self._chance_rng, self._fallback_rng),
-            rng_states=(self._chance_rng.getstate(), self._fallback_rng.getstate()),
-            opponents=tuple((p, o, o.snapshot()) for p, o in self._opponents.items()),
-            counters=(tuple(self._decisions), self._invalid, self._previous_return, self._forfeit),
-            log=self._log.snapshot(),
-        )
-
-    def restore_state(self, snapshot: OpenSpielSnapshot) -> None:
-        """Return to a snapshot taken with :meth:`clone_state` on this env."""
-        if snapshot.task != self.task or dict(snapshot.params) != self.params:
-            self.task_id = snapshot.task.task_id
-            self._load(snapshot.task)
-        self.seat = snapshot.seat
-        self.state = snapshot.state.clone()
-        self._chance_rng, self._fallback_rng = snapshot.rngs
-        self._chance_rng.setstate(snapshot.rng_states[0])
-        self._fallback_rng.setstate(snapshot.rng_states[1])
-        self._opponents = {}
-        for player, opponent, opponent_state in snapshot.opponents:
-            opponent.restore(opponent_state)
-            self._opponents[player] = opponent
-        self._policy_opponents = [o for o in self._opponents.values() if hasattr(o, "invalid_actions")]
-        decisions, self._invalid, self._previous_return, self._forfeit = snapshot.counters
-        self._decisions = list(decisions)
-        self._log = MoveLog(self.game_spec, self.num_players, self._perfect, self._namer)
-        self._log.restore(snapshot.log)
-        self._scored = (None, 0.5)
-        self._observe(0.0, False)
-        self._done = self.state.is_terminal() or self._forfeit or self._decisions[self.seat] >= self.max_turns
