@@ -17,6 +17,8 @@ from llm_gym.agent import AgentConfig, EnvConfig, Policy
 from llm_gym.agents.baselines import BaselineAgent
 from llm_gym.config import speed_only, training_only
 from llm_gym.errors import ConfigError
+from llm_gym.lm.backends import make_backend
+from llm_gym.lm.policy import LMPolicy
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,8 +74,6 @@ class LMConfig(AgentConfig):
 def shared_backend(name: str, model: str, options: tuple[tuple[str, Any], ...]) -> Any:
     """One backend per (backend, model, options) in a process: policies for many envs share the loaded model (the
     backend keeps one prompt builder and prefix cache per system prompt), so a bench worker loads an LM once."""
-    from llm_gym.lm.backends import make_backend
-
     return make_backend(name, model, **dict(options))
 
 
@@ -84,8 +84,6 @@ class LMAgent(BaselineAgent):
     learns = False
 
     def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
-        from llm_gym.lm.policy import LMPolicy
-
         config: LMConfig = self.config  # type: ignore[assignment]
         backend = shared_backend(config.backend, config.model, tuple(sorted(config.backend_options().items())))
         return LMPolicy(

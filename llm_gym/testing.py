@@ -10,6 +10,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from typer.testing import CliRunner
+
+from llm_gym.cli import build_app
+
 if TYPE_CHECKING:
     from click.testing import Result
 
@@ -36,10 +40,6 @@ def kill_once_written(command: list[str], wanted: Path, *, timeout: float, poll:
 
 def invoke(*args: str, **env: str) -> Result:
     """Run the ``llm-gym`` CLI in-process with ``args`` (and extra environment variables ``env``)."""
-    from typer.testing import CliRunner
-
-    from llm_gym.cli import build_app
-
     return CliRunner().invoke(build_app(), list(args), env=env or None)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import llm_gym
 from llm_gym.agent import Agent, EnvConfig, Policy
 from llm_gym.agents.curriculum.config import CurriculumConfig
+from llm_gym.agents.curriculum.train import base_agent, train
 from llm_gym.callbacks import Callback
 from llm_gym.runs import Run
 
@@ -30,20 +31,14 @@ class CurriculumAgent(Agent):
     config: CurriculumConfig
 
     def train(self, env: EnvConfig, run: Run, callbacks: Sequence[Callback] = ()) -> dict[str, Any]:
-        from llm_gym.agents.curriculum.train import train
-
         return train(self.config, env, run, callbacks)
 
     def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
         """The base learner's policy (the checkpoints are the base learner's own)."""
-        from llm_gym.agents.curriculum.train import base_agent
-
         return base_agent(self.config).policy(env, checkpoint)
 
     def resume_only_files(self) -> tuple[str, ...]:
         """The base learner's (the sampler's state is in the shared ``tasks.json``)."""
-        from llm_gym.agents.curriculum.train import base_agent
-
         return base_agent(self.config).resume_only_files()
 
 

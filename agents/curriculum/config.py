@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from llm_gym.agent import AgentConfig
+from llm_gym.agents.curriculum.stages import parse_stages
 from llm_gym.config import nested_agent_config, training_only
 
 PASSED_TO_BASE = ("total_steps", "seed")
@@ -57,6 +58,4 @@ class CurriculumConfig(AgentConfig):
         if not 0.0 <= self.replay_share <= 1.0:
             raise ValueError(f"replay_share must lie in [0, 1], got {self.replay_share}")
         if self.stages:  # checked here, so a bad stage file fails before a run directory is made
-            from llm_gym.agents.curriculum.stages import parse_stages
-
             parse_stages(self.stages, None, {}, self.window)

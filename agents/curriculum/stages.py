@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llm_gym.agents.curriculum.samplers import Stage, check_stages
+from llm_gym.envs.openspiel.catalog import GAMES, TASK_STRIDE
+from llm_gym.envs.openspiel.opponents import MCTSConfig
 from llm_gym.envs.tasks import TaskRange
 from llm_gym.errors import ConfigError, suggest
 
@@ -46,8 +48,6 @@ def env_family(env_id: str) -> str:
 def task_id_limit(env_id: str, env_kwargs: Mapping[str, Any]) -> int | None:
     """The largest task id the env accepts, where it is known without building the env."""
     if env_id == "OpenSpiel-v0":
-        from llm_gym.envs.openspiel.catalog import GAMES, TASK_STRIDE
-
         return None if env_kwargs.get("profile") == "affinetes" else len(GAMES) * TASK_STRIDE - 1
     if env_id.startswith("Trace-") and not env_kwargs.get("dataset"):
         return 2**31 - 2
@@ -121,8 +121,6 @@ def _check_options(where: str, options: Mapping[str, Any]) -> None:
         hint = f"did you mean {close[0]!r}?" if close else "use 'random' or 'mcts'"
         raise ConfigError(f"{where}: unknown opponent {opponent!r}; {hint}")
     if "mcts" in options:
-        from llm_gym.envs.openspiel.opponents import MCTSConfig
-
         try:
             MCTSConfig.coerce(options["mcts"])
         except ConfigError as exc:

@@ -18,13 +18,12 @@ from llm_gym.callbacks import Callback
 from llm_gym.config import apply_overrides
 from llm_gym.envs.tasks import TaskSampler
 from llm_gym.errors import ConfigError
+from llm_gym.plugins import get_agent
 from llm_gym.runs import Run
 
 
 def base_agent(config: CurriculumConfig) -> Agent:
     """The wrapped learner with its own config (``base_config``; total_steps and seed from the curriculum)."""
-    from llm_gym.plugins import get_agent
-
     if config.base == "curriculum":
         raise ConfigError("the curriculum cannot wrap itself; set base to a learner, e.g. base=ppo_lora")
     cls = get_agent(config.base)

@@ -16,7 +16,9 @@ import llm_gym
 from llm_gym.agent import Agent, EnvConfig, Policy
 from llm_gym.agents.reflection.config import ReflectionConfig
 from llm_gym.callbacks import Callback
-from llm_gym.runs import Run
+from llm_gym.lm.policy import LMPolicy
+from llm_gym.lm.runtime import configure_threads
+from llm_gym.runs import Run, played_history
 
 
 class ReflectionAgent(Agent):
@@ -38,9 +40,6 @@ class ReflectionAgent(Agent):
         """Greedy actions of the model after the checkpoint's iteration (LoRA merged), or of the base model; with
         the earlier turns its run trained with (``history=K``) unless ``env`` gives its own."""
         from llm_gym.agents.reflection.model import ReflectionModel
-        from llm_gym.lm.policy import LMPolicy
-        from llm_gym.lm.runtime import configure_threads
-        from llm_gym.runs import played_history
 
         configure_threads(self.config.threads)
         model = ReflectionModel(self.config, Path(checkpoint) if checkpoint else None)

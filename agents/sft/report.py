@@ -9,6 +9,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
 from llm_gym.runs import Run
 from llm_gym.stats import mean_ci95, wilson_ci95
 
@@ -61,10 +65,6 @@ def row_label(record: EvaluationRecord, final: bool) -> str:
 
 def print_report(summary: Mapping[str, Any], evaluations: Sequence[EvaluationRecord]) -> None:
     """The before/after table, the validation loss, the checkpoint and the plot's path."""
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-
     console = Console()
     if evaluations:
         table = Table(

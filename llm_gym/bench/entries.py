@@ -28,7 +28,12 @@ from typing import Any
 
 from llm_gym.agent import EnvConfig, Policy, policy_env_kwargs
 from llm_gym.bench.suite import SuiteEntry, SuiteEnv
+from llm_gym.config import apply_overrides, fields_with_effect, nested_agent_fields
+from llm_gym.envs.openspiel.catalog import text_versions as openspiel_text_versions
 from llm_gym.errors import CheckpointError
+from llm_gym.plugins import get_agent
+from llm_gym.runs import Run, find_run_dir
+from llm_gym.training.checkpoints import checkpoint_config, load_policy
 from llm_gym.training.setting_checks import check_checkpoint_settings, check_untrained_settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -59,8 +64,6 @@ def env_hash(env: SuiteEnv, reads_text: bool = True) -> str:
 
 def text_versions(env: SuiteEnv) -> dict[str, int]:
     """``{game: observation-text version}`` of the env's games past version 1 (OpenSpiel's catalog says which)."""
-    from llm_gym.envs.openspiel.catalog import text_versions as openspiel_text_versions
-
     task_ids = [*env.task_ids, *(t for ids in env.split_task_ids.values() for t in ids)]
     return openspiel_text_versions(env.env_id, env.args, task_ids)
 
@@ -125,9 +128,6 @@ class ResolvedEntry:
     def policy(self, env: SuiteEnv) -> tuple[Policy, EnvConfig]:
         """A fresh policy for ``env`` and the env config to play it on (the policy's own env kwargs under the
         suite's)."""
-        from llm_gym.plugins import get_agent
-        from llm_gym.training.checkpoints import load_policy
-
         base = EnvConfig(env.env_id, dict(env.args))
         if self.checkpoint is not None:
             policy, _ = load_policy(self.checkpoint, base, _as_settings(self.entry.settings))
@@ -139,11 +139,6 @@ class ResolvedEntry:
 def resolve_entry(entry: SuiteEntry, suite: str | None = None) -> ResolvedEntry:
     """Check an entry (unknown agents and bad settings raise one-line errors, naming ``suite`` where given) and hash
     its identity."""
-    from llm_gym.config import apply_overrides
-    from llm_gym.plugins import get_agent
-    from llm_gym.runs import Run, find_run_dir
-    from llm_gym.training.checkpoints import checkpoint_config
-
     source = f"entry {entry.name!r}"
     where = f"the set of {source}" + (f" in suite {suite!r}" if suite else "")
     if entry.checkpoint is None:
@@ -194,8 +189,6 @@ def resolve_entry(entry: SuiteEntry, suite: str | None = None) -> ResolvedEntry:
 
 def speed_only_fields(cls: type) -> frozenset[str]:
     """The fields of config class ``cls`` marked ``speed_only``: left out of an entry's identity."""
-    from llm_gym.config import fields_with_effect
-
     return fields_with_effect(cls, "speed")
 
 
@@ -209,9 +202,6 @@ def _counted_nested(config: Any, base: Any) -> dict[str, dict[str, Any]]:
     the identity counts them. The keys it gives, as that agent's config takes them, where they differ from that
     agent's defaults; its speed-only keys not as played but as ``base`` (the agent's defaults, or a run's saved
     config) gives them."""
-    from llm_gym.config import nested_agent_fields
-    from llm_gym.plugins import get_agent
-
     out = {}
     for name, agent_field in nested_agent_fields(type(config)).items():
         inner_cls = get_agent(getattr(config, agent_field)).Config
@@ -225,8 +215,6 @@ def _counted_nested(config: Any, base: Any) -> dict[str, dict[str, Any]]:
 def _off_default(config_cls: type, settings: Mapping[str, Any], source: str) -> dict[str, Any]:
     """The keys of ``settings`` as ``config_cls`` takes them (converted to its fields' types), where they differ
     from its defaults."""
-    from llm_gym.config import apply_overrides
-
     values = dataclasses.asdict(apply_overrides(config_cls(), settings, source=source))
     defaults = dataclasses.asdict(config_cls())
     return {k: values[k] for k in settings if canonical_json(values[k]) != canonical_json(defaults[k])}
@@ -243,7 +231,6 @@ def _changed_fields(before: Any, after: Any) -> frozenset[str]:
 def keep_stored_identity(resolved: ResolvedEntry, stored: Mapping[tuple[str, str], Mapping[str, Any]]) -> ResolvedEntry:
     """``resolved``, or the same entry under the identity its stored episodes have, when its config differs from the
     one stored with them only where that leaves what it plays unchanged:
-
     * (agent entries) by fields the stored config does not name (added to the agent later) while those fields have
       their default values;
     * by the values of speed-only fields (``threads``): the identity then counts them at the stored values, so

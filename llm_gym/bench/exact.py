@@ -20,10 +20,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from llm_gym import __version__
 from llm_gym.bench.entries import ResolvedEntry, env_hash
 from llm_gym.bench.store import EpisodeStore, ExactRow
 from llm_gym.bench.suite import Suite, SuiteEnv
 from llm_gym.errors import LLMGymError
+from llm_gym.training.exact import evaluate_exact
 
 PolicySource = Callable[[ResolvedEntry, SuiteEnv], tuple[Any, Any]]
 """``(entry, env) -> (policy, env config)``: the policy an entry plays ``env`` with and the env config it plays on."""
@@ -78,9 +83,6 @@ def run_exact(
 ) -> ExactReport:
     """Evaluate and store every pair the store lacks, each in its own transaction (a kill loses only the one being
     computed)."""
-    from llm_gym import __version__
-    from llm_gym.training.exact import evaluate_exact
-
     planned = exact_pairs(suite, resolved)
     missing = missing_exact(suite, resolved, store)
     failed: dict[str, str] = {}
@@ -120,8 +122,6 @@ class _positions_bar:
     def __enter__(self) -> Any:
         if not self.enabled:
             return None
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self._bar = Progress(
             TextColumn(self.title), BarColumn(), MofNCompleteColumn(), TextColumn("positions"), TimeElapsedColumn(),

@@ -1,7 +1,6 @@
 """Benchmark suites: TOML files that name envs x entries x splits, and the episodes they ask for.
 
 A suite lives in ``benchmarks/suites/<name>.toml`` (or any path). Its shape::
-
     description = "what it measures"
     episodes = 4                  # per env and split, unless the env says otherwise
     max_steps = 500               # cut every episode here (None: play to the end)
@@ -43,8 +42,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from llm_gym.agent import EnvConfig
+from llm_gym.envs.catalog import env_spec
 from llm_gym.errors import ConfigError, UnknownNameError, UnsupportedEnvError
 from llm_gym.training.evaluation import HELDOUT_SEED
+from llm_gym.training.exact import check_exact_env
 
 SUITES_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "suites"
 """Where named suites live (the repository's ``benchmarks/suites``)."""
@@ -242,8 +244,6 @@ _ENTRY_KEYS = {"name", "agent", "set", "checkpoint", "envs", "splits", "num_envs
 
 def parse_suite(data: Mapping[str, Any], path: Path) -> Suite:
     """Check a suite's TOML data (names, seeds, env ids, agents) and build the :class:`Suite`."""
-    from llm_gym.envs.catalog import env_spec
-
     where = str(path)
     _known_keys(data, _SUITE_KEYS, where)
     splits = {
@@ -317,9 +317,6 @@ def parse_suite(data: Mapping[str, Any], path: Path) -> Suite:
 def _check_exact(env: SuiteEnv, where: str) -> None:
     """An env marked ``exact`` that exact evaluation cannot walk, or whose episodes are not the games it walks (other
     task ids, a step cap that cuts them), is one line when the suite loads, before anything plays."""
-    from llm_gym.agent import EnvConfig
-    from llm_gym.training.exact import check_exact_env
-
     at = f"{where} ({env.label}): exact = true, but"
     if env.task_ids or env.split_task_ids:
         raise ConfigError(f"{at} exact evaluation walks the env's default game, not task ids: drop task_ids or exact")

@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from llm_gym.runs import Run, find_run_dir
+
 CURVE_TAGS = (
     ("charts/episodic_return", "episodic return"),
     ("eval/mean_return", "evaluation return"),
@@ -24,8 +26,6 @@ MAX_CURVE_POINTS = 200
 
 def training_info(checkpoint: Path) -> dict[str, Any]:
     """env steps, wall time, device and the learning curve of the run that wrote ``checkpoint``."""
-    from llm_gym.runs import Run, find_run_dir
-
     run = Run.open(find_run_dir(checkpoint))
     saved = run.read_config()
     summary = run.read_summary()  # {} for a run stopped before its end

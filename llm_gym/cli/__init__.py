@@ -14,10 +14,12 @@ import typer
 import typer.core
 import typer.main
 
+from llm_gym import __version__
 from llm_gym.cli import agents, bench, copy_policy, demos, envs, play, plot, plugins, select, serve, sweep, train
 from llm_gym.cli.common import EXIT_USER_ERROR
 from llm_gym.cli.help_format import hide_flag_types, reflow_commands
 from llm_gym.errors import LLMGymError, suggest
+from llm_gym.plugins import call_plugin, command_conflicts, get_plugin_manager
 
 BUILTIN_COMMANDS = (envs, agents, plugins, train, sweep, select, play, demos, plot, bench, copy_policy, serve)
 
@@ -50,8 +52,6 @@ def _command_names(app: typer.Typer) -> list[str]:
 
 def build_app() -> typer.Typer:
     """A fresh Typer app with the built-in commands and every plugin's commands."""
-    from llm_gym.plugins import call_plugin, command_conflicts, get_plugin_manager
-
     app = typer.Typer(
         name="llm-gym",
         help="Train language models to play games with reinforcement learning.",
@@ -66,8 +66,6 @@ def build_app() -> typer.Typer:
         version: bool = typer.Option(False, "--version", help="Print the llm-gym version and exit."),
     ) -> None:
         if version:
-            from llm_gym import __version__
-
             print(f"llm-gym {__version__}")
             raise typer.Exit()
         if ctx.invoked_subcommand is None:

@@ -8,6 +8,11 @@ from typing import Annotated, Any
 
 import typer
 
+from llm_gym.bench.merge import merge_store
+from llm_gym.bench.ray_runner import ray_module
+from llm_gym.bench.runner import run_suite
+from llm_gym.bench.store import EpisodeStore
+from llm_gym.bench.suite import load_suite
 from llm_gym.cli.common import JsonOption, cli_errors, console, err_console, print_json
 from llm_gym.errors import ConfigError
 
@@ -60,16 +65,10 @@ def bench(
     as_json: JsonOption = False,
 ) -> None:
     """Play every (entry, env, seed) episode of a suite that the store does not hold yet; resumable at any point."""
-    from llm_gym.bench.runner import run_suite
-    from llm_gym.bench.store import EpisodeStore
-    from llm_gym.bench.suite import load_suite
-
     chosen = load_suite(suite).select(entries or (), envs or ())
     play = not (render_only or merge)  # a merge only adds another store's episodes; it renders with --leaderboard
     _check_play_options(play, render_only, ray=ray or bool(ray_address), workers=workers, record=record)
     if (ray or ray_address) and play:
-        from llm_gym.bench.ray_runner import ray_module
-
         ray_module()  # the one-line install hint before anything runs
     spec = _readme_spec(readme, chosen.name) if readme is not None else None  # checked before anything is played
     store_path = db or out / "episodes.sqlite"
@@ -81,8 +80,6 @@ def bench(
     with EpisodeStore(store_path) as store:
         merged = []
         if merge:
-            from llm_gym.bench.merge import merge_store
-
             merged = [merge_store(store, other, chosen.name) for other in merge]
         report = None
         if play:

@@ -21,6 +21,7 @@ from typing import Any
 
 from llm_gym.cli.common import resolve_config
 from llm_gym.errors import ConfigError
+from llm_gym.runs import Run
 from llm_gym.training.checkpoints import checkpoint_config
 from llm_gym.training.setting_checks import check_checkpoint_settings
 
@@ -40,8 +41,6 @@ def checkpoint_overrides(
     """The config fields to play ``checkpoint`` with that differ from its saved config (``load_policy``'s
     ``overrides``), resolved as for a fresh agent: saved config <- config file <- ``--set`` <- ``--model`` /
     ``--backend`` / ``--seed``. Raises :class:`ConfigError` for anything the checkpoint cannot play with."""
-    from llm_gym.runs import Run
-
     run, _ = Run.resolve_checkpoint(checkpoint, required=False)
     agent_cls, base = checkpoint_config(run)
     names = {f.name for f in dataclasses.fields(agent_cls.Config)}

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from llm_gym.cli.common import cli_errors, console
+from llm_gym.training.policy_copy import copy_policy
 
 
 @cli_errors
@@ -20,8 +21,6 @@ def copy_policy_command(
 ) -> None:
     """Copy one checkpoint and its run's config, summary and scalars into a new run directory without the training
     state only --resume reads (it plays, benches and warm-starts like the original; it cannot be resumed)."""
-    from llm_gym.training.policy_copy import copy_policy
-
     copied = copy_policy(checkpoint, dest)
     size = sum(p.stat().st_size for p in copied.rglob("*") if p.is_file())
     console.print(f"{copied} ({size / 1e6:.1f} MB): play it with llm-gym play --checkpoint {dest}", markup=False)

@@ -38,6 +38,7 @@ from llm_gym.envs.catalog import make as make_env
 from llm_gym.envs.tasks import TaskRange
 from llm_gym.errors import ConfigError, LLMGymError, UnknownNameError, UnsupportedEnvError
 from llm_gym.plugins import get_agent
+from llm_gym.runs import Run
 from llm_gym.stats import mean_ci95
 from llm_gym.training.checkpoints import load_policy
 from llm_gym.training.evaluation import HELDOUT_SEED, Stopwatch, VideoWarning, run_episodes
@@ -272,8 +273,6 @@ def check_video_path(video: Path) -> None:
 def check_same_action_set(checkpoint: Path, env: EnvConfig) -> None:
     """A policy acts on the action set it was trained on: refuse an env with another one (before any tensor
     shape error could say so less clearly)."""
-    from llm_gym.runs import Run
-
     run, _ = Run.resolve_checkpoint(checkpoint, required=False)
     saved = run.read_config()
     if saved["env_id"] == env.env_id:
@@ -297,8 +296,6 @@ def note_training_env_args_left_out(checkpoint: Path, played: EnvConfig) -> None
     change only the reward, such as reward shaping) and the family's training defaults its
     ``summary.json`` names (Atari: FIRE on reset, without which a policy that never had to serve may score 0;
     docs/guides/atari.md). Play itself stays as given: a checkpoint gets no argument a baseline beside it would not."""
-    from llm_gym.runs import Run
-
     run, _ = Run.resolve_checkpoint(checkpoint, required=False)
     saved = run.read_config()
     summarised = run.read_summary().get("env_kwargs")  # the family's training defaults too, once finished
@@ -324,8 +321,6 @@ def _actions(env: Any) -> str:
 
 
 def _checkpoint_env(checkpoint: Path) -> str:
-    from llm_gym.runs import Run
-
     run, _ = Run.resolve_checkpoint(checkpoint, required=False)
     return run.read_config()["env_id"]
 

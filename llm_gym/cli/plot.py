@@ -9,6 +9,8 @@ import typer
 
 from llm_gym.cli.common import cli_errors, console
 from llm_gym.errors import ConfigError
+from llm_gym.training.curves import expand_runs
+from llm_gym.training.curves import plot as draw
 
 
 @cli_errors
@@ -24,9 +26,6 @@ def plot(
 ) -> None:
     """Plot learning curves of RUNS: runs that differ only in their seed are drawn as their mean with a 95% CI
     band, labelled by the config fields that tell them apart."""
-    from llm_gym.training.curves import expand_runs
-    from llm_gym.training.curves import plot as draw
-
     if smoothing < 1:
         raise ConfigError(f"--smooth must be >= 1, got {smoothing}")
     if out.suffix.lower() != ".png":

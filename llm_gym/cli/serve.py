@@ -6,6 +6,7 @@ import typer
 
 from llm_gym.cli.common import EnvArgOption, cli_errors, parse_env_args
 from llm_gym.errors import ConfigError, MissingDependencyError
+from llm_gym.integrations.episode import TextEpisode
 
 
 @cli_errors
@@ -32,7 +33,6 @@ def serve(
         from llm_gym.serve.environment import ServeSpec
     except ImportError as exc:
         raise MissingDependencyError("llm-gym serve", "serve") from exc
-    from llm_gym.integrations.episode import TextEpisode
 
     if log_level not in ("critical", "error", "warning", "info", "debug", "trace"):
         raise ConfigError(f"--log-level {log_level!r}: use critical, error, warning, info, debug or trace")

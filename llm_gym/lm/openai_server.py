@@ -18,13 +18,13 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from llm_gym.lm.models import load_causal_lm
+
 
 class ChatModel:
     """A causal LM and its tokenizer, answering chat messages."""
 
     def __init__(self, model: str, name: str | None = None) -> None:
-        from llm_gym.lm.models import load_causal_lm
-
         self.model, self.tokenizer = load_causal_lm(model, dtype="float32")
         self.name = name or model
         self.lock = threading.Lock()

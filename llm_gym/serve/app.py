@@ -3,7 +3,6 @@
 openenv-core provides the protocol: ``/ws`` (one WebSocket per session, each with its own env, made in its own
 thread), the stateless HTTP ``/reset`` and ``/step``, ``/schema``, ``/metadata``, ``/health``, the session bound
 and an idle-session reaper. llm-gym adds what a shared server needs around it:
-
 * a refusal past the session bound that says what to do, as the reply to the client's first message;
 * a cap on a message's size (WebSocket frames: uvicorn's ``ws_max_size``, which closes that connection with code
   1009; HTTP bodies: 413 before the body is read) so one client cannot take the server's memory;
@@ -30,6 +29,7 @@ from openenv.core.env_server.exceptions import SessionCapacityError
 from openenv.core.env_server.http_server import HTTPEnvServer
 from openenv.core.env_server.types import ConcurrencyConfig, WSErrorCode, WSErrorResponse
 
+from llm_gym import __version__
 from llm_gym.serve.environment import LLMGymAction, LLMGymEnvironment, LLMGymObservation, ServeSpec
 
 
@@ -79,8 +79,6 @@ class LLMGymServer(HTTPEnvServer):
 
 def create_app(spec: ServeSpec, limits: ServerLimits | None = None) -> FastAPI:
     """The FastAPI app serving ``spec`` (``app.state.server`` is the :class:`LLMGymServer`)."""
-    from llm_gym import __version__
-
     limits = limits or ServerLimits()
     app = FastAPI(
         title=f"llm-gym serve: {spec.env_id}",

@@ -1,7 +1,6 @@
 """An llm-gym id as an OpenEnv ``Environment``: one instance per session, made by openenv-core's server.
 
 The wire types are openenv-core's ``Action`` / ``Observation`` / ``State`` with llm-gym's fields:
-
 * reset data: ``seed``, ``task_id``, ``episode_id`` (anything else is refused with close matches);
 * an action: ``{"text": "<the model's answer>"}`` (parsed by the shared parser, as llm-gym's LM agents are) or
   ``{"action_id": N}`` (a legal id); exactly one of the two;
@@ -23,6 +22,7 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
 from pydantic import ConfigDict, Field
 
+from llm_gym import __version__
 from llm_gym.errors import EnvInputError, suggest
 from llm_gym.integrations.episode import EpisodeStateError, TextEpisode, Turn, check_reset_arguments
 from llm_gym.serve.wire import to_wire
@@ -132,8 +132,6 @@ class LLMGymEnvironment(Environment[LLMGymAction, LLMGymObservation, LLMGymState
         return self._state
 
     def get_metadata(self) -> EnvironmentMetadata:
-        from llm_gym import __version__
-
         rules = self.episode.instructions.strip().splitlines()
         return EnvironmentMetadata(
             name=self.spec.env_id,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_gym.errors import CheckpointError, ConfigError
+from llm_gym.plugins import get_agent
 from llm_gym.runs import CONFIG_FILE, Run
 from llm_gym.stats import mean_ci95
 from llm_gym.training.curves import expand_runs
@@ -171,8 +172,6 @@ def find_candidates(paths: Sequence[Path], checkpoint_name: str = LATEST) -> lis
 def _run_candidate(run_dir: Path, checkpoint_name: str) -> tuple[Path, Path | None]:
     """A run's checkpoint ``checkpoint_name`` (``latest``: the newest that verifies); none for a run of an agent
     that learns nothing (its config is the policy)."""
-    from llm_gym.plugins import get_agent
-
     run = Run.open(run_dir)
     learns = get_agent(run.read_config()["agent"]).learns
     if checkpoint_name == LATEST or not learns:

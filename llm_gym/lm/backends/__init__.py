@@ -1,7 +1,6 @@
 """The LM backend interface: what an agent asks of a language model, whoever serves it.
 
 A backend answers two kinds of batched requests:
-
 * :meth:`LMBackend.score`: the log-likelihood of each choice (an action's text) as the model's whole answer to a
   prompt; a policy turns them into a categorical over the legal actions;
 * :meth:`LMBackend.generate`: a sampled answer per prompt (up to ``max_new_tokens``), with its log-probability.
@@ -20,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+
+from llm_gym.plugins import get_backend
 
 
 @dataclass(frozen=True)
@@ -82,8 +83,6 @@ class LMBackend(Protocol):
 
 def make_backend(name: str, model: str, **options: Any) -> LMBackend:
     """The backend ``name`` (``hf``, ``openai``, ``vllm`` or a plugin's) for ``model``."""
-    from llm_gym.plugins import get_backend
-
     return get_backend(name)(model, **options)
 
 

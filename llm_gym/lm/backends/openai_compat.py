@@ -25,6 +25,7 @@ import numpy as np
 
 from llm_gym.errors import ConfigError, LLMGymError
 from llm_gym.lm.backends import Completion, GenerateRequest, ScoreRequest
+from llm_gym.lm.models import load_tokenizer
 from llm_gym.lm.prompts import PromptBuilder, chat_messages
 
 
@@ -128,8 +129,6 @@ class OpenAIBackend:
 
     def _builder(self, instructions: str) -> PromptBuilder:
         if self._tokenizer is None:
-            from llm_gym.lm.models import load_tokenizer
-
             try:
                 self._tokenizer = load_tokenizer(self.tokenizer_name)
             except ConfigError as exc:

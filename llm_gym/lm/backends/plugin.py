@@ -10,15 +10,15 @@ from collections.abc import Callable
 from typing import Any
 
 import llm_gym
+from llm_gym.errors import ConfigError
+from llm_gym.lm.backends.openai_compat import OpenAIBackend
+from llm_gym.lm.backends.vllm_backend import VLLMBackend
+from llm_gym.lm.vision.models import is_vision_model
 
 
 def _hf(model: str, **options: Any) -> Any:
-    from llm_gym.lm.vision.models import is_vision_model
-
     if is_vision_model(model):  # an image+text model: the same interface, images seen
         if options.pop("quantize", "none") != "none":
-            from llm_gym.errors import ConfigError
-
             raise ConfigError(f"quantize=int8 is for text models; {model!r} is an image+text model: use quantize=none")
         return _hf_vision(model, **options)
     from llm_gym.lm.backends.hf import HFBackend
@@ -33,14 +33,10 @@ def _hf_vision(model: str, **options: Any) -> Any:
 
 
 def _openai(model: str, **options: Any) -> Any:
-    from llm_gym.lm.backends.openai_compat import OpenAIBackend
-
     return OpenAIBackend(model, **options)
 
 
 def _vllm(model: str, **options: Any) -> Any:
-    from llm_gym.lm.backends.vllm_backend import VLLMBackend
-
     return VLLMBackend(model, **options)
 
 

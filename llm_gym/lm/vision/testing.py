@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from llm_gym.lm.testing import tiny_tokenizer
+
 # SmolVLM's chat template (an image placeholder per {"type": "image"} entry, <end_of_utterance> ends each turn).
 SMOLVLM_TEMPLATE = (
     "<|im_start|>{% for message in messages %}{{message['role'] | capitalize}}"
@@ -36,8 +38,6 @@ def make_tiny_vision_model(
     import torch
     from transformers import Idefics3Config, Idefics3ForConditionalGeneration, Idefics3Processor
     from transformers.models.idefics3.image_processing_pil_idefics3 import Idefics3ImageProcessorPil
-
-    from llm_gym.lm.testing import tiny_tokenizer
 
     directory = Path(directory)
     tokenizer = tiny_tokenizer()
