@@ -236,11 +236,19 @@ def test_base_exceptions_from_a_plugin_are_reported_not_obeyed(install_plugin) -
 
 
 def test_a_real_ctrl_c_while_a_plugin_loads_still_stops(install_plugin) -> None:
+    import signal
+
     import pytest
 
-    install_plugin("llm_gym_slow", "import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(5)\n")
-    with pytest.raises(KeyboardInterrupt):
-        plugins()
+    # A pytest started in the background (nohup, `&` without job control) inherits SIGINT ignored, and then rightly
+    # nothing stops; a terminal's Ctrl-C reaches Python's own handler, which is the case this test stands for.
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        install_plugin("llm_gym_slow", "import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(5)\n")
+        with pytest.raises(KeyboardInterrupt):
+            plugins()
+    finally:
+        signal.signal(signal.SIGINT, inherited)
 
 
 def test_a_plugin_that_removes_a_builtin_command_to_replace_it_is_reported(install_plugin) -> None:
