@@ -132,6 +132,24 @@ def test_what_exact_evaluation_cannot_walk_is_refused_in_one_line() -> None:
         evaluate_exact(HashPolicy(), EnvConfig("OpenSpiel-tic_tac_toe-v0", {"history": 2}))
 
 
+def test_a_game_too_large_is_refused_before_any_walk_and_small_ones_are_sized_about_right() -> None:
+    import time
+
+    import pyspiel
+
+    from llm_gym.training.exact import check_exact_env, estimated_tree_size
+
+    started = time.perf_counter()
+    for game in ("connect_four", "dots_and_boxes"):
+        with pytest.raises(ConfigError, match=r"too large to evaluate exactly .*llm-gym play --episodes N"):
+            check_exact_env(EnvConfig(f"OpenSpiel-{game}-v0"))
+    assert time.perf_counter() - started < 10  # an estimate, not minutes of walking towards MAX_NODES
+    check_exact_env(EnvConfig("OpenSpiel-tic_tac_toe-v0"))  # about 550,000 nodes: walked
+    # Knuth's estimate against the true sizes (Kuhn: 58 nodes; tic-tac-toe: 549,946), seeded so it never flakes.
+    assert 40 < estimated_tree_size(pyspiel.load_game("kuhn_poker")) < 80
+    assert 2e5 < estimated_tree_size(pyspiel.load_game("tic_tac_toe")) < 1.5e6
+
+
 def _decision_states(game):
     stack = [game.new_initial_state()]
     while stack:

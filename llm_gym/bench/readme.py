@@ -12,7 +12,9 @@ Which cells it shows is data, ``benchmarks/readme_results.toml``::
     references = ["scripted"]               # other entries to show beside it
     human = true                            # Atari: the human score of the normalisation (Mnih et al. 2015)
 
-Atari cells are the mean game return with its 95% bootstrap interval, OpenSpiel cells wins/draws/losses.
+Atari cells are the mean game return with its 95% bootstrap interval, OpenSpiel cells wins/draws/losses; where the
+store holds the entry's exact evaluation on that env (an ``exact = true`` env), the cell leads with its exact
+expected return, the number the sampled games only estimate.
 ``llm-gym bench --suite standard --render-only --readme README.md`` writes the table between the README's markers;
 a test checks that the README holds exactly what the committed store gives, so the table cannot drift from the
 leaderboard or be edited by hand.
@@ -22,9 +24,10 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from llm_gym.atomic import write_via
 from llm_gym.bench.references import ATARI_REFERENCES, atari_game
@@ -79,10 +82,13 @@ def table_from_store(store: EpisodeStore, spec: ResultsSpec) -> str:
     rows = list(store.episodes("suite = ?", (spec.suite,)))
     if not rows:
         raise ConfigError(f"README results: the store {store.path} holds no episodes of suite {spec.suite!r}")
-    return results_table(summarise(spec.suite, rows, store.entry_info()), spec)
+    exact = {(row.entry, row.env_label): row.result for row in store.exact_results(spec.suite)}
+    return results_table(summarise(spec.suite, rows, store.entry_info()), spec, exact)
 
 
-def results_table(board: Leaderboard, spec: ResultsSpec) -> str:
+def results_table(
+    board: Leaderboard, spec: ResultsSpec, exact: Mapping[tuple[str, str], Mapping[str, Any]] | None = None
+) -> str:
     """The markdown table, with the markers around it; a row naming an entry or env the store lacks is refused."""
     lines = [
         f"{START} from {LEADERBOARD.rsplit('/', 1)[0]}/episodes.sqlite and benchmarks/readme_results.toml; do not "
@@ -96,32 +102,42 @@ def results_table(board: Leaderboard, spec: ResultsSpec) -> str:
             if label not in {e.label for e in board.envs}:
                 raise ConfigError(f"README results: suite {board.suite} has no env {label!r} (row {row.game!r})")
         anchor = _anchor(board, row.envs[0])
-        zero = _cells(board, row.zero_shot, row.envs) if row.zero_shot else "–"
-        references = [f"`{name}` {_cells(board, name, row.envs)}" for name in row.references]
+        exact = exact or {}
+        zero = _cells(board, row.zero_shot, row.envs, exact) if row.zero_shot else "–"
+        references = [f"`{name}` {_cells(board, name, row.envs, exact)}" for name in row.references]
         game = atari_game(next(e.env_id for e in board.envs if e.label == row.envs[0])) or ""
         if row.human and game in ATARI_REFERENCES:
             references.append(f"human {ATARI_REFERENCES[game].human:g}")
         lines.append(
-            f"| {row.game} | [`{row.entry}`]({LEADERBOARD}#{anchor}) | {_cells(board, row.entry, row.envs)} | {zero} | "
+            f"| {row.game} | [`{row.entry}`]({LEADERBOARD}#{anchor}) | {_cells(board, row.entry, row.envs, exact)} | "
+            f"{zero} | "
             f"{'; '.join(references) or '–'} |"
         )
     lines += ["", END]
     return "\n".join(lines)
 
 
-def _cells(board: Leaderboard, entry: str, labels: Sequence[str]) -> str:
+def _cells(
+    board: Leaderboard, entry: str, labels: Sequence[str], exact: Mapping[tuple[str, str], Mapping[str, Any]]
+) -> str:
     if entry not in board.entries:
         raise ConfigError(f"README results: suite {board.suite} has no entry {entry!r} in the store")
-    return " / ".join(_cell(board, board.cells.get((entry, label, HELDOUT))) for label in labels)
+    return " / ".join(
+        _cell(board.cells.get((entry, label, HELDOUT)), exact.get((entry, label))) for label in labels
+    )
 
 
-def _cell(board: Leaderboard, cell: Cell | None) -> str:
-    """Atari: mean game return [95% CI]; OpenSpiel and Trace: wins/draws/losses (the score's outcome)."""
+def _cell(cell: Cell | None, exact: Mapping[str, Any] | None = None) -> str:
+    """Atari: mean game return [95% CI]; OpenSpiel and Trace: wins/draws/losses (the score's outcome), after the
+    exact expected return where one is stored."""
     if cell is None:
         return "not played"
     if cell.rows[0].env_id.startswith("LLM"):
         return cell.raw_returns.format(1)
-    return f"{cell.wins}/{cell.draws}/{cell.losses}"
+    played = f"{cell.wins}/{cell.draws}/{cell.losses}"
+    if exact is None:
+        return played
+    return f"exact {float(exact['expected_return']):+.3f} ({played})"
 
 
 def _anchor(board: Leaderboard, label: str) -> str:

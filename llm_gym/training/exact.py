@@ -136,13 +136,47 @@ def evaluate_exact(
     return out
 
 
+SIZE_PROBES = 64
+"""Random paths Knuth's estimator follows to size a game tree before a walk (a fraction of a second, seeded)."""
+
+
 def check_exact_env(env: EnvConfig) -> None:
-    """Refuse, in one line, an env exact evaluation cannot walk (before a model loads or a run starts)."""
+    """Refuse, in one line, an env exact evaluation cannot walk (before a model loads or a run starts): a kind of
+    game it does not model, or a tree estimated at more than ten times :data:`MAX_NODES` (chess is refused at once
+    rather than after minutes of walking; a tree near the limit is still walked, and the walk's own count decides)."""
     made = env.make()
     try:
-        GameTree(made)
+        tree = GameTree(made)
+        size = estimated_tree_size(tree.game, stop_above=10 * MAX_NODES)
+        if size > 10 * MAX_NODES:
+            raise ConfigError(
+                f"{tree.env.game_spec.name} is too large to evaluate exactly (its game tree has about {size:.0e} "
+                f"nodes, more than the {MAX_NODES:,} an exact evaluation walks); evaluate it by play "
+                "(llm-gym play --episodes N)"
+            )
     finally:
         made.close()
+
+
+def estimated_tree_size(game: Any, probes: int = SIZE_PROBES, stop_above: float = float("inf"), seed: int = 0) -> float:
+    """Knuth's (1975) unbiased estimate of the number of nodes of ``game``'s tree: along a uniformly random path, the
+    sum over depths of the product of the branching factors so far, averaged over ``probes`` paths. Stops early once
+    the running mean exceeds ``stop_above``."""
+    import random
+
+    rng = random.Random(seed)
+    total = 0.0
+    for done in range(1, probes + 1):
+        state, width, nodes = game.new_initial_state(), 1.0, 1.0
+        while not state.is_terminal() and nodes <= stop_above * done:
+            moves = [a for a, _ in state.chance_outcomes()] if state.is_chance_node() else state.legal_actions()
+            width *= len(moves)
+            nodes += width
+            state.apply_action(rng.choice(moves))
+        total += nodes
+        if total / done > stop_above:
+            break
+    return total / done
 
 
 def best_response_return(tree: GameTree) -> float:

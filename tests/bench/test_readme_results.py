@@ -50,3 +50,23 @@ def test_the_cli_writes_the_table_between_the_markers(tmp_path: Path) -> None:
     assert "no such file with a generated results table" in error_line(invoke(*args, "--render-only"))
     with pytest.raises(ConfigError, match="no generated results table"):
         write_into_readme(readme, "x")
+
+
+def test_a_cell_leads_with_the_stored_exact_value_of_its_entry(tmp_path: Path) -> None:
+    from llm_gym.bench.store import ExactRow
+
+    shutil.copy(STORE, tmp_path / "episodes.sqlite")
+    spec = load_spec()
+    row = next(r for r in spec.rows if any(label.startswith("tic_tac_toe-vs-random") for label in r.envs))
+    with EpisodeStore(tmp_path / "episodes.sqlite") as store:
+        before = table_from_store(store, spec)
+        result = {"expected_return": 0.8125, "win": 0.9, "draw": 0.0125, "loss": 0.0875}
+        store.add_exact(ExactRow(row.entry, "h", "tic_tac_toe-vs-random", "e", spec.suite, result, 1.0, {}, "0"))
+        after = table_from_store(store, spec)
+    line = next(line for line in after.splitlines() if f"`{row.entry}`" in line)
+    trained = line.split(" | ")[2]
+    assert trained.startswith("exact +0.812 (") and trained.endswith(")")  # the sampled W/D/L stays beside it
+    assert before.replace(trained.split(" / ")[0], "") != before  # only the cell with a stored value changed
+    assert [a for a, b in zip(before.splitlines(), after.splitlines(), strict=True) if a != b] == [
+        next(line for line in before.splitlines() if f"`{row.entry}`" in line)
+    ]
