@@ -122,9 +122,7 @@ def _cells(
 ) -> str:
     if entry not in board.entries:
         raise ConfigError(f"README results: suite {board.suite} has no entry {entry!r} in the store")
-    return " / ".join(
-        _cell(board.cells.get((entry, label, HELDOUT)), exact.get((entry, label))) for label in labels
-    )
+    return " / ".join(_cell(board.cells.get((entry, label, HELDOUT)), exact.get((entry, label))) for label in labels)
 
 
 def _cell(cell: Cell | None, exact: Mapping[str, Any] | None = None) -> str:
