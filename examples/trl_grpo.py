@@ -5,7 +5,7 @@
 
 Each prompt is one decision of an episode (task id, seed and a few seeded moves in), as llm-gym's LM agents see
 it; TRL samples a group of answers to it, and each answer's reward is what the env pays from that decision to the
-end of the episode (the same seeded continuation for the whole group). See docs/trainers.md.
+end of the episode (the same seeded continuation for the whole group). See docs/guides/trainers.md.
 """
 
 import argparse
