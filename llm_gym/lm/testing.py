@@ -7,6 +7,10 @@ from __future__ import annotations
 import string
 from pathlib import Path
 
+import torch
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
 CHATML = (
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n' }}"
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
@@ -16,9 +20,6 @@ SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 
 def tiny_tokenizer() -> object:
     """A character-level fast tokenizer over printable ASCII with ChatML special tokens."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
     characters = sorted(set(string.printable) - set("\x0b\x0c"))
     vocab = {token: i for i, token in enumerate([*SPECIAL_TOKENS, "<unk>", *characters])}
     core = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
@@ -50,9 +51,6 @@ def make_tiny_model(
     A larger ``init_std`` (e.g. 0.5) makes the random model's next-token distributions far from uniform, so
     sampling and greedy decoding produce varied text.
     """
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     directory = Path(directory)
     tokenizer = tiny_tokenizer()
     config = LlamaConfig(

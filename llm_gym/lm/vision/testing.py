@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import torch
+from transformers import Idefics3Config, Idefics3ForConditionalGeneration, Idefics3Processor
+from transformers.models.idefics3.image_processing_pil_idefics3 import Idefics3ImageProcessorPil
+
 from llm_gym.lm.testing import tiny_tokenizer
 
 # SmolVLM's chat template (an image placeholder per {"type": "image"} entry, <end_of_utterance> ends each turn).
@@ -35,10 +39,6 @@ def make_tiny_vision_model(
     Each image becomes ``(image_size / patch_size)**2 / 4`` image tokens (16 with the defaults); images are resized
     to ``image_size`` square (no tiling), like a real SmolVLM with ``do_image_splitting=False``.
     """
-    import torch
-    from transformers import Idefics3Config, Idefics3ForConditionalGeneration, Idefics3Processor
-    from transformers.models.idefics3.image_processing_pil_idefics3 import Idefics3ImageProcessorPil
-
     directory = Path(directory)
     tokenizer = tiny_tokenizer()
     tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>", *IMAGE_TOKENS]})
