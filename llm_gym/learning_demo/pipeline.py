@@ -78,8 +78,25 @@ class Arm:
                 "mean_return": mean, "mean_return_ci95": half, "returns": self.returns, "scores": self.scores}  # fmt: skip
 
 
+class BeforeAfter:
+    """What every demo's result reports the same way (the sft and the RL demo): its wall time, summed over its
+    phases, and whether learning is shown. A base for dataclasses that have these fields."""
+
+    phases: dict[str, float]
+    before: Arm
+    after: Arm
+
+    @property
+    def wall_seconds(self) -> float:
+        return sum(self.phases.values())
+
+    def learning_shown(self) -> bool:
+        """True when the trained model's win-rate interval lies wholly above the untrained one's."""
+        return self.after.win_rate()[1] > self.before.win_rate()[2]
+
+
 @dataclass
-class LearningDemoResult:
+class LearningDemoResult(BeforeAfter):
     """What the demo measured."""
 
     config: LearningDemoConfig
@@ -101,14 +118,6 @@ class LearningDemoResult:
     """Positions the random player meets that the demonstrator never does: in no demonstration."""
     unreached_agreements: list[Agreement] = field(default_factory=list)
     """Before and after: the model's greedy answer in each of those."""
-
-    @property
-    def wall_seconds(self) -> float:
-        return sum(self.phases.values())
-
-    def learning_shown(self) -> bool:
-        """True when the trained model's win-rate interval lies wholly above the untrained one's."""
-        return self.after.win_rate()[1] > self.before.win_rate()[2]
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -59,13 +59,19 @@ def summary_text(result: LearningDemoResult) -> str:
         f"(seeds {_seeds(config.demo_seeds)}, none of them evaluated{explored}); model {config.model}, LoRA on the "
         f"top {config.trainable_layers} layers, {config.epochs} epochs"
     )
+    lines += run_lines(result, "llm-gym play --checkpoint ... plays it")
+    return "\n".join(lines)
+
+
+def run_lines(result: Any, checkpoint_hint: str) -> list[str]:
+    """A demo report's last lines: the wall time of each phase, the checkpoint (with ``checkpoint_hint``), the plot."""
     phases = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in result.phases.items())
-    lines.append(f"wall time {result.wall_seconds / 60:.1f} min ({phases})")
+    lines = [f"wall time {result.wall_seconds / 60:.1f} min ({phases})"]
     if result.checkpoint:
-        lines.append(f"checkpoint: {result.checkpoint}  (llm-gym play --checkpoint ... plays it)")
+        lines.append(f"checkpoint: {result.checkpoint}  ({checkpoint_hint})")
     if result.plot:
         lines.append(f"plot: {result.plot}")
-    return "\n".join(lines)
+    return lines
 
 
 def render_table(table: Any, width: int) -> str:

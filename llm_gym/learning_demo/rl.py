@@ -19,7 +19,7 @@ from llm_gym.agent import EnvConfig, Policy
 from llm_gym.atomic import write_json_atomic
 from llm_gym.callbacks import Callback
 from llm_gym.config import apply_overrides, to_dict
-from llm_gym.learning_demo.pipeline import Arm, Log
+from llm_gym.learning_demo.pipeline import Arm, BeforeAfter, Log
 from llm_gym.plugins import get_agent
 from llm_gym.runs import Run, default_run_name
 from llm_gym.training.evaluation import HELDOUT_SEED
@@ -72,7 +72,7 @@ class ScoredArm(Arm):
 
 
 @dataclass
-class RLDemoResult:
+class RLDemoResult(BeforeAfter):
     """What the RL demo measured."""
 
     config: RLDemoConfig
@@ -87,14 +87,6 @@ class RLDemoResult:
     phases: dict[str, float] = field(default_factory=dict)
     checkpoint: str | None = None
     plot: Path | None = None
-
-    @property
-    def wall_seconds(self) -> float:
-        return sum(self.phases.values())
-
-    def learning_shown(self) -> bool:
-        """True when the trained model's win-rate interval lies wholly above the untrained one's."""
-        return self.after.win_rate()[1] > self.before.win_rate()[2]
 
     def as_dict(self) -> dict[str, Any]:
         return {

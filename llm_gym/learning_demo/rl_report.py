@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from llm_gym.learning_demo.report import arm_row, render_table
+from llm_gym.learning_demo.report import arm_row, render_table, run_lines
 from llm_gym.learning_demo.rl import RLDemoResult, ScoredArm
 
 PLOT_FILE = "rl_demo.png"
@@ -55,12 +55,7 @@ def rl_summary_text(result: RLDemoResult) -> str:
         f"{settings['group_size']} games dealt from one seed (seeds {config.seed} on); model {config.model}, LoRA on "
         f"the top {settings['trainable_layers']} layers"
     )
-    phases = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in result.phases.items())
-    lines.append(f"wall time {result.wall_seconds / 60:.1f} min ({phases})")
-    if result.checkpoint:
-        lines.append(f"checkpoint: {result.checkpoint}  (llm-gym play --checkpoint ... --exact evaluates it again)")
-    if result.plot:
-        lines.append(f"plot: {result.plot}")
+    lines += run_lines(result, "llm-gym play --checkpoint ... --exact evaluates it again")
     return "\n".join(lines)
 
 
