@@ -17,6 +17,7 @@ policy on tic-tac-toe is asked about 2,000 positions, on Kuhn poker 12.
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -162,8 +163,6 @@ def estimated_tree_size(game: Any, probes: int = SIZE_PROBES, stop_above: float 
     """Knuth's (1975) unbiased estimate of the number of nodes of ``game``'s tree: along a uniformly random path, the
     sum over depths of the product of the branching factors so far, averaged over ``probes`` paths. Stops early once
     the running mean exceeds ``stop_above``."""
-    import random
-
     rng = random.Random(seed)
     total = 0.0
     for done in range(1, probes + 1):
