@@ -108,7 +108,7 @@ def main() -> None:
     seeds = [int(s) for s in args.seeds.split(",")]
     base = PPOLoRAConfig(
         model=args.model, num_envs=env_counts[-1], num_steps=args.num_steps, trainable_layers=args.trainable_layers,
-        threads=args.threads, progress=False, **DOCS_RUN,
+        threads=args.threads, progress=False, advantage="gae", policy_loss="clip", **DOCS_RUN,
     )  # fmt: skip
     configure_threads(base.threads)
     torch.manual_seed(0)
@@ -155,7 +155,7 @@ def main() -> None:
                             value.copy_(start_state[key])
                     ac.value_head.load_state_dict(start_value)
                 ac.refresh()
-                optimizer = torch.optim.AdamW(ac.trainable_parameters(), lr=config.learning_rate, weight_decay=0.0)
+                optimizer = torch.optim.AdamW(ac.trainable_parameters(), lr=config.peak_learning_rate, weight_decay=0.0)
                 tick = time.perf_counter()
                 metrics = ppo_update(
                     ac, strategy, optimizer, sub, advantages, returns, config, torch.Generator().manual_seed(seed), 0.0

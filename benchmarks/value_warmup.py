@@ -58,7 +58,7 @@ def main() -> None:
     args = parser.parse_args()
     config = PPOLoRAConfig(
         model=args.model, num_envs=args.num_envs, num_steps=args.num_steps, trainable_layers=args.trainable_layers,
-        reward_scale=0.1, kl_coef=0.0, threads=args.threads, progress=False,
+        reward_scale=0.1, kl_coef=0.0, threads=args.threads, progress=False, advantage="gae", policy_loss="clip",
     )  # fmt: skip
     configure_threads(config.threads)
     torch.manual_seed(0)

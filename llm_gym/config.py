@@ -233,11 +233,14 @@ def to_dict(config: Any) -> dict[str, Any]:
 def from_dict(cls: type[C], data: Mapping[str, Any], source: str = "config") -> C:
     """Build a config from a dict such as a run's saved ``config.json``.
 
-    A run saved before a field was renamed (``cls.renamed``) or before None stopped meaning "off" still loads: old
-    names are read as the new ones, and None where the field takes no None is read as 0 (off)."""
+    A run saved before a field was renamed (``cls.renamed``), before a field existed (``cls.saved_defaults``: the
+    value the run trained with, where the default has changed since) or before None stopped meaning "off" still
+    loads: old names are read as the new ones, a missing field as what it was then, and None where the field takes
+    no None is read as 0 (off)."""
     renamed = getattr(cls, "renamed", {})
     hints = typing.get_type_hints(cls)
     data = {renamed.get(key, key): value for key, value in data.items()}
+    data = {**getattr(cls, "saved_defaults", {}), **data}
     for key, value in data.items():
         if value is None and key in hints and type(None) not in typing.get_args(hints[key]):
             data[key] = 0

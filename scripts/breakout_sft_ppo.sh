@@ -89,7 +89,7 @@ status=0
 train_stage "$OUT/ppo" "$PPO_SECONDS" "$LLM_GYM" train --agent ppo_lora --env $ENV ${HIST[@]+"${HIST[@]}"} --seed "$SEED" \
     --set init_adapter="$SFT_CKPT" --set total_steps="$PPO_STEPS" --set num_envs="$NUM_ENVS" \
     --set num_steps="$NUM_STEPS" --set learning_rate="$PPO_LR" --set kl_coef=0 --set entropy_coef=0 \
-    --set value_warmup_updates="$VALUE_WARMUP" \
+    --set value_warmup_updates="$VALUE_WARMUP" --set advantage=gae --set policy_loss=clip \
     --set checkpoint_every="$PPO_CHECKPOINT_EVERY" --set eval_episodes=0 --set video=false --set progress=false \
     || status=$?
 after_stage PPO "$OUT/ppo" "$status" "$PPO_SECONDS" newest

@@ -115,7 +115,7 @@ if [ "$PPO_STEPS" -gt 0 ]; then
     train_stage "$OUT/ppo" "$PPO_SECONDS" "$LLM_GYM" train --agent ppo_lora "${ENV[@]}" --env-arg scoring=partial \
         --seed "$SEED" "${MODEL[@]}" --set init_adapter="$OUT/sft" \
         --set total_steps="$PPO_STEPS" --set num_envs="$NUM_ENVS" --set num_steps=1 --set learning_rate="$PPO_LR" \
-        --set kl_coef=0 --set entropy_coef=0 --set value_warmup_updates="$VALUE_WARMUP" --set eval_episodes=0 \
+        --set kl_coef=0 --set entropy_coef=0 --set value_warmup_updates="$VALUE_WARMUP" --set advantage=gae --set eval_episodes=0 \
         --set checkpoint_every="$NUM_ENVS" --set progress=false || status=$?
     after_stage PPO "$OUT/ppo" "$status" "$PPO_SECONDS" newest
     rm -f "$OUT/eval_ppo.done"  # the PPO run may have gone on since: evaluate its newest checkpoint again

@@ -15,6 +15,9 @@ from llm_gym.rl.advantages import GROUP_ESTIMATORS
 class PPOLoRAConfig(LocalLMConfig):
     # Old field names that runs saved before a rename still load under (num_minibatches lived for one day).
     renamed: ClassVar[Mapping[str, str]] = {"num_minibatches": "max_minibatches"}
+    # What a run saved before a field existed trained with: the defaults changed when the group estimator and the
+    # target loss became the recipe (issue 87), and an older run (with its value head) must load as it trained.
+    saved_defaults: ClassVar[Mapping[str, Any]] = {"advantage": "gae", "policy_loss": "clip"}
 
     total_steps: int = training_only(20_000)
     """Environment steps to train for, summed over parallel envs."""
@@ -66,14 +69,16 @@ class PPOLoRAConfig(LocalLMConfig):
     model needs the rest."""
 
     # -- advantages --------------------------------------------------------------------------------------------
-    advantage: Literal["gae", "group", "step_group"] = training_only("gae")
+    advantage: Literal["gae", "group", "step_group"] = training_only("group")
     """How each decision's advantage is estimated (llm_gym/rl/advantages.py; docs/guides/groups.md). group: the envs
     play in groups of group_size episodes reset with one task id and seed (so from the identical start); a decision
     gets its episode's return minus the mean return of the group's other episodes (RLOO/GRPO). step_group: plus, for
     decisions of a group that saw the identical prompt, the reward-to-go minus that of the others that saw it
     (GiGPO). Neither builds, trains nor saves a value head, and a rollout holds whole episodes (at least
     num_envs * num_steps decisions; the groups in play when that is reached are played to their ends). gae: a value
-    head on the last prompt token and generalised advantage estimation over fixed rollouts of num_steps per env."""
+    head on the last prompt token and generalised advantage estimation over fixed rollouts of num_steps per env.
+    group is the default because it measured better than gae on Kuhn poker from zero at twice the speed
+    (docs/guides/groups.md, "Results"); the settings that work on the value head need advantage=gae."""
     group_size: int = training_only(8)
     """group, step_group: episodes per group (num_envs must be a multiple of it)."""
     group_scale: bool = training_only(False)
@@ -105,8 +110,10 @@ class PPOLoRAConfig(LocalLMConfig):
     """Module names that get LoRA adapters."""
 
     # -- PPO ---------------------------------------------------------------------------------------------------
-    learning_rate: float = training_only(2e-4)
-    """Peak AdamW learning rate (LoRA weights and value head)."""
+    learning_rate: float | None = training_only(None)
+    """Peak AdamW learning rate (LoRA weights and value head). None: the policy loss's own, 1e-3 with the target loss
+    (the Kuhn poker and tic-tac-toe recipes) and 2e-4 with the clipped ratio (the Breakout recipes; the clipped
+    loss was tried at 5e-5 to 2e-4)."""
     lr_schedule: Literal["cosine", "linear", "constant"] = training_only("cosine")
     """Learning-rate schedule over the updates of the run."""
     warmup_updates: int = training_only(1)
@@ -135,8 +142,9 @@ class PPOLoRAConfig(LocalLMConfig):
     """Discount."""
     gae_lambda: float = training_only(0.95)
     """GAE lambda."""
-    policy_loss: Literal["clip", "target"] = training_only("clip")
-    """clip: PPO's clipped ratio loss. target (score mode): the cross-entropy to the improved distribution, the old
+    policy_loss: Literal["auto", "clip", "target"] = training_only("auto")
+    """auto: target in score mode, clip in generate mode (which has no distribution over actions to improve).
+    clip: PPO's clipped ratio loss. target (score mode): the cross-entropy to the improved distribution, the old
     policy with the taken action's probability times exp(advantage / target_temperature) (a KL-regularised
     improvement step, as MPO and AWR take): an action that did better than expected is pulled up however unlikely it
     was, and one that did worse is pushed down by at most its own probability. Why it exists:
@@ -261,9 +269,7 @@ class PPOLoRAConfig(LocalLMConfig):
                 "action_mode=score and rollout_backend=hf (generate mode has no per-action choice, and the vLLM "
                 "engine returns no hidden states); use action_head=none there"
             )
-        if self.uses_groups:
-            self._check_groups()
-        if self.policy_loss == "target" and self.action_mode != "score":
+        if self.policy_loss == "target" and self.action_mode != "score":  # auto picks clip there
             raise ValueError(
                 "policy_loss=target improves the distribution over the legal actions: it needs action_mode=score "
                 "(generate mode samples tokens, with no distribution over actions to improve); use policy_loss=clip"
@@ -276,12 +282,28 @@ class PPOLoRAConfig(LocalLMConfig):
                      "entropy_adapt_rate"):  # fmt: skip
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.uses_groups:  # after the ranges: a negative start_spread is reported as that
+            self._check_groups()
         if self.entropy_target > 0 and not 0 < self.entropy_coef <= self.entropy_coef_max:
             raise ValueError(
                 f"entropy_target needs 0 < entropy_coef <= entropy_coef_max, got {self.entropy_coef} and "
                 f"{self.entropy_coef_max}: the floor multiplies the coefficient between them (for almost no bonus "
                 "above the target: --set entropy_coef=0.001)"
             )
+
+    @property
+    def loss(self) -> Literal["clip", "target"]:
+        """The policy loss the update uses (``policy_loss``, with auto resolved by the action mode)."""
+        if self.policy_loss == "auto":
+            return "target" if self.action_mode == "score" else "clip"
+        return self.policy_loss
+
+    @property
+    def peak_learning_rate(self) -> float:
+        """``learning_rate``, or where it is None the policy loss's own."""
+        if self.learning_rate is not None:
+            return self.learning_rate
+        return 1e-3 if self.loss == "target" else 2e-4
 
     @property
     def rollout_size(self) -> int:

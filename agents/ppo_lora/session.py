@@ -131,7 +131,9 @@ def start_session(
         ac.set_action_head(ActionHead(ac.hidden_size, starting_action_names(env, config.seed)))
     if config.init_seed is not None:  # what draws from torch's own generator from here on (LoRA dropout) follows seed
         torch.manual_seed(config.seed)
-    optimizer = torch.optim.AdamW(ac.trainable_parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
+    optimizer = torch.optim.AdamW(
+        ac.trainable_parameters(), lr=config.peak_learning_rate, weight_decay=config.weight_decay
+    )
     # The schedule is over the updates that train the policy: value warm-up updates neither count nor step it.
     total_updates = max(1, math.ceil(config.total_steps / config.rollout_size) - config.value_warmup_updates)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_factor(config, total_updates))

@@ -170,7 +170,7 @@ class ScoreMode:
         losses = _ppo(
             config, entropy_coef, new, old, stored.advantages, values, stored.old_values, stored.returns, entropy
         )
-        if config.policy_loss == "target":  # the improvement step's cross-entropy instead of the clipped ratio
+        if config.loss == "target":  # the improvement step's cross-entropy instead of the clipped ratio
             old_probs = torch.zeros_like(logp)
             for i, row in enumerate(stored.probs):
                 old_probs[i, : len(row)] = row.to(device, old_probs.dtype)

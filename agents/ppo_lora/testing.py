@@ -15,8 +15,13 @@ from llm_gym.runs import Run
 
 def tiny_settings(model: str | Path | None = None, **overrides: Any) -> dict[str, Any]:
     """Settings (``--set`` keys) of a test-sized run: float32 on one thread, one trainable layer, no evaluation
-    episodes, no progress bar; ``model`` None keeps the config's default model. ``overrides`` win."""
-    base: dict[str, Any] = dict(dtype="float32", threads=1, trainable_layers=1, eval_episodes=0, progress=False)
+    episodes, no progress bar, and the critic with the clipped loss (advantage=gae, policy_loss=clip: what most
+    tests exercise, the value head included, on any number of envs; the group tests set their own); ``model`` None
+    keeps the config's default model. ``overrides`` win."""
+    base: dict[str, Any] = dict(
+        dtype="float32", threads=1, trainable_layers=1, eval_episodes=0, progress=False, advantage="gae",
+        policy_loss="clip",
+    )  # fmt: skip
     if model is not None:
         base["model"] = str(model)
     return {**base, **overrides}

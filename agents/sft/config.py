@@ -161,4 +161,6 @@ class SFTConfig(LocalLMConfig):
             "checkpoint_every",
         }
         values = {name: getattr(self, name) for name in shared}
-        return PPOLoRAConfig(**values, checkpoint_every=0)
+        # sft fits a value head beside the adapter (value_coef), for a warm start of ppo_lora's critic: the model
+        # is built as gae builds it, whatever ppo_lora's default estimator.
+        return PPOLoRAConfig(**values, advantage="gae", checkpoint_every=0)

@@ -15,7 +15,7 @@ def train_tiny_breakout_run(root: Path) -> Path:
 
     model = make_tiny_model(root / "model", layers=2, hidden=32)
     settings = dict(model=model, dtype="float32", threads=1, total_steps=8, num_envs=2, num_steps=4, minibatch_size=8,
-                    trainable_layers=0, learning_rate=0.05, eval_every=0, eval_episodes=0, progress=False)  # fmt: skip
+                    trainable_layers=0, learning_rate=0.05, advantage="gae", eval_every=0, eval_episodes=0, progress=False)  # fmt: skip
     args = ["train", "--agent", "ppo_lora", "--env", "LLMBreakout-text-v0", "--run-dir", str(root / "run")]
     args += [a for k, v in settings.items() for a in ("--set", f"{k}={v}")]
     result = CliRunner().invoke(build_app(), args)

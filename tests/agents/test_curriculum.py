@@ -58,6 +58,27 @@ def test_stage_advances_at_the_threshold_with_a_tiny_lm(tmp_path: Path) -> None:
     assert (advance["name"], advance["kind"], advance["episode"]) == ("second", "advance", 2)
     assert advance["env_step"] in (32, 64) and "time" in advance
     assert curriculum["final_stage"] == "second" and curriculum["episodes"] > 2
+
+
+def test_a_group_estimator_base_follows_the_curriculum(tmp_path: Path) -> None:
+    """ppo_lora's default estimator under a curriculum: each group starts from the options the sampler drew for it,
+    and its finished episodes still move the stage on."""
+    from llm_gym.agents.ppo_lora.testing import tiny_settings
+    from llm_gym.lm.testing import make_tiny_model
+
+    model = make_tiny_model(tmp_path / "model", layers=1, hidden=32)
+    rollout = dict(num_envs=4, group_size=2, num_steps=8, minibatch_size=16, update_epochs=1, lora_rank=4,
+                   checkpoint_every=0, advantage="group", policy_loss="auto")  # fmt: skip
+    summary = train(tmp_path, "lm", base="ppo_lora", base_config=tiny_settings(model, **rollout), total_steps=64,
+                    stages=STAGES, replay_share=0, final_eval_episodes=6)  # fmt: skip
+    curriculum = summary["curriculum"]
+    assert summary["advantage"] == "group"
+    assert [(e["name"], e["kind"], e["episode"]) for e in curriculum["events"]] == [
+        ("first", "start", 0), ("second", "advance", 2)
+    ]  # fmt: skip
+    assert curriculum["final_stage"] == "second"
+    for row in curriculum["stage_evaluation"]:
+        assert sum(row["after"][k] for k in ("wins", "draws", "losses")) == row["episodes"] == 6
     assert summary["agent"] == "curriculum" and summary["base"] == "ppo_lora"
     saved = json.loads((tmp_path / "lm" / "summary.json").read_text())
     assert saved["curriculum"]["events"] == curriculum["events"]

@@ -31,7 +31,7 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _groups(model: Path, **overrides):
-    settings = dict(advantage="group", num_envs=8, group_size=4, num_steps=4, minibatch_size=16, lora_rank=4,
+    settings = dict(advantage="group", policy_loss="auto", num_envs=8, group_size=4, num_steps=4, minibatch_size=16, lora_rank=4,
                     eval_every=0, checkpoint_every=32, keep_checkpoints=10)  # fmt: skip
     return tiny_config(model, **{**settings, **overrides})
 

@@ -95,7 +95,7 @@ def test_settings_an_untrained_policy_reads_are_taken(tmp_path: Path) -> None:
     assert identity("lm", temperature=0.5) != plain
     curriculum = identity("curriculum")
     assert identity("curriculum", base_config={"threads": 2}) == curriculum  # speed-only for ppo_lora
-    assert identity("curriculum", base_config={"learning_rate": 2e-4}) == curriculum  # ppo_lora's default
+    assert identity("curriculum", base_config={"advantage": "group"}) == curriculum  # ppo_lora's default
     assert identity("curriculum", base_config={"quantize": "int8"}) != curriculum
 
     result, db = bench(tmp_path, "mcts", "{ simulations = 4, total_steps = 10000 }")

@@ -155,7 +155,7 @@ def test_sweep_on_a_local_ray_instance(tmp_path: Path) -> None:
         (["--grid", "num_envs=8,8"], "--grid num_envs repeats a value"),
         (["--grid", "seed=1,2"], "use --seeds 0,1,2"),
         (["--grid", "num_envs=0,8"], "num_envs must be >= 1"),
-        (["--grid", "num_envs=8", "--set", "num_envs=4"], "num_envs is both in --grid and --set"),
+        (["--grid", "num_envs=8", "--set", "num_envs=16"], "num_envs is both in --grid and --set"),
         (["--seeds", "0,x"], "--seeds expects integers"),
         (["--set", "entropy_cof=0.1"], "did you mean entropy_coef"),
     ],
