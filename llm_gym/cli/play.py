@@ -50,9 +50,13 @@ def play(
     env: EnvOption = None,
     agent: AgentOption = None,
     checkpoint: Annotated[Path | None, typer.Option("--checkpoint", "-c", help="Play a trained checkpoint.")] = None,
-    episodes: Annotated[int, typer.Option("--episodes", "-n", min=1, help="Episodes to play.")] = 5,
+    episodes: Annotated[
+        int | None, typer.Option("--episodes", "-n", min=1, help="Episodes to play [default: 5].")
+    ] = None,
     seed: SeedOption = None,
-    num_envs: Annotated[int, typer.Option("--num-envs", min=1, help="Envs stepped in lockstep (batched).")] = 1,
+    num_envs: Annotated[
+        int | None, typer.Option("--num-envs", min=1, help="Envs stepped in lockstep (batched) [default: 1].")
+    ] = None,
     max_steps: Annotated[
         int | None, typer.Option("--max-steps", min=1, help="Cut each episode after this many steps.")
     ] = None,
@@ -111,7 +115,7 @@ def play(
         check_play_env(env or (_checkpoint_env(checkpoint) if checkpoint is not None else None), env_kwargs,
                        video, tasks)  # fmt: skip
     if exact:
-        check_exact_options(video, tasks, max_steps)
+        check_exact_options(video, tasks, max_steps, episodes, num_envs)
         exact_env = env or (_checkpoint_env(checkpoint) if checkpoint is not None else None)
         if exact_env is not None:
             check_exact_env(EnvConfig(exact_env, env_kwargs))  # before any model loads
@@ -147,6 +151,7 @@ def play(
         else:
             print_exact(result, agent_name, console)
         return
+    episodes, num_envs = episodes or 5, num_envs or 1
     if sample:
         policy = sampling_policy(policy, agent_name)
     # A policy may carry the env arguments it was trained with (e.g. nanogpt_ppo's grid size); --env-arg wins.
@@ -237,9 +242,13 @@ def check_play_env(env_id: str | None, env_kwargs: dict[str, Any], video: Path |
         made.close()
 
 
-def check_exact_options(video: Path | None, tasks: TaskRange | None, max_steps: int | None) -> None:
+def check_exact_options(
+    video: Path | None, tasks: TaskRange | None, max_steps: int | None, episodes: int | None, num_envs: int | None
+) -> None:
     """``--exact`` walks the whole game tree: options about played episodes have nothing to act on."""
-    for given, name in ((video, "--video"), (tasks, "--task-ids"), (max_steps, "--max-steps")):
+    given_options = ((video, "--video"), (tasks, "--task-ids"), (max_steps, "--max-steps"), (episodes, "--episodes"),
+                     (num_envs, "--num-envs"))  # fmt: skip
+    for given, name in given_options:
         if given is not None:
             raise ConfigError(f"--exact walks every game instead of playing episodes: drop {name}")
 

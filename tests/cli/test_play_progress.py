@@ -91,4 +91,6 @@ def test_refusals_come_before_the_model_loads(tmp_path: Path) -> None:
         )  # fmt: skip
     )
     assert "drop --video" in error_line(invoke(*lm, "--exact", "--video", str(tmp_path / "x.mp4")))
+    assert "drop --num-envs" in error_line(invoke(*lm, "--exact", "--num-envs", "4"))
+    assert "drop --episodes" in error_line(invoke(*lm, "--exact", "--episodes", "10"))
     assert "model directory" in error_line(invoke(*lm))  # and with nothing else wrong, the model is what is missing
