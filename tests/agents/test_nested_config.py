@@ -9,6 +9,7 @@ import shlex
 from pathlib import Path
 
 import pytest
+from bench_suites import HELDOUT, Raw, entry, env, suite  # tests/bench_suites.py
 
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.curriculum import CurriculumAgent, CurriculumConfig
@@ -102,26 +103,15 @@ def test_train_resume_refuses_a_held_key_of_base_config(run_dir: Path) -> None:
     assert (run_dir / "config.json").read_text() == before, "nothing in the run changes"
 
 
-SUITE = """
-description = "a curriculum checkpoint played with the base learner's settings"
-episodes = 1
-max_steps = 4
-num_envs = 1
-
-[splits.heldout]
-seed = 100_000_000
-
-[[envs]]
-label = "ttt"
-id = "OpenSpiel-tic_tac_toe-v0"
-args = { opponent = "random" }
-
-[[entries]]
-name = "curriculum"
-checkpoint = "RUN"
-splits = ["heldout"]
-set = SETTINGS
-"""
+SUITE = suite(
+    "a curriculum checkpoint played with the base learner's settings",
+    HELDOUT,
+    env("ttt", "OpenSpiel-tic_tac_toe-v0", args={"opponent": "random"}),
+    entry("curriculum", checkpoint="RUN", splits=["heldout"], set=Raw("SETTINGS")),
+    episodes=1,
+    max_steps=4,
+    num_envs=1,
+)
 
 
 def entry_hash(run_dir: Path, tmp_path: Path, settings: str) -> str:

@@ -5,40 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from bench_suites import HELDOUT, RANDOM, SCRIPTED_ON_BREAKOUT, TRAIN, TTT_RANDOM, env, suite  # tests/bench_suites.py
 
-TINY_SUITE = """
-description = "two cheap envs, two entries"
-episodes = 3
-max_steps = 20
-num_envs = 2
-
-[splits.heldout]
-seed = 100_000_000
-
-[splits.train]
-seed = 0
-
-[[envs]]
-label = "ttt-random"
-id = "OpenSpiel-tic_tac_toe-v0"
-args = { opponent = "random" }
-game = "tic_tac_toe"
-
-[[envs]]
-label = "breakout"
-id = "LLMBreakout-text-v0"
-episodes = 2
-game = "breakout"
-
-[[entries]]
-name = "random"
-agent = "random"
-
-[[entries]]
-name = "scripted"
-agent = "scripted"
-envs = ["breakout"]
-"""
+TINY_SUITE = suite(
+    "two cheap envs, two entries",
+    HELDOUT,
+    TRAIN,
+    TTT_RANDOM,
+    env("breakout", "LLMBreakout-text-v0", episodes=2, game="breakout"),
+    RANDOM,
+    SCRIPTED_ON_BREAKOUT,
+    episodes=3,
+    max_steps=20,
+    num_envs=2,
+)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from bench_suites import HELDOUT, RANDOM, Raw, entry, env, suite  # tests/bench_suites.py
 from typer.testing import CliRunner
 
 from llm_gym.bench.entries import REPO_ROOT, resolve_entry
@@ -16,28 +17,15 @@ from llm_gym.bench.store import EpisodeStore
 from llm_gym.bench.suite import SuiteEntry, load_suite
 from llm_gym.cli import build_app
 
-SUITE = """
-description = "a baseline beside an agent entry with settings"
-episodes = 2
-max_steps = 10
-
-[splits.heldout]
-seed = 100_000_000
-
-[[envs]]
-label = "ttt"
-id = "OpenSpiel-tic_tac_toe-v0"
-args = { opponent = "random" }
-
-[[entries]]
-name = "random"
-agent = "random"
-
-[[entries]]
-name = "learner"
-agent = "AGENT"
-set = SETTINGS
-"""
+SUITE = suite(
+    "a baseline beside an agent entry with settings",
+    HELDOUT,
+    env("ttt", "OpenSpiel-tic_tac_toe-v0", args={"opponent": "random"}),
+    RANDOM,
+    entry("learner", agent="AGENT", set=Raw("SETTINGS")),
+    episodes=2,
+    max_steps=10,
+)
 
 
 def bench(tmp_path: Path, agent: str, settings: str):

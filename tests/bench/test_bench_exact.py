@@ -10,6 +10,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from bench_suites import HELDOUT, entry, env, suite  # tests/bench_suites.py
 from typer.testing import CliRunner
 
 from llm_gym.bench.entries import env_hash, resolve_entry
@@ -24,47 +25,18 @@ from llm_gym.cli import build_app
 from llm_gym.errors import ConfigError
 from llm_gym.training.exact import evaluate_exact
 
-SUITE = """
-description = "exact values of small games"
-episodes = 2
-num_envs = 2
-
-[splits.heldout]
-seed = 100_000_000
-
-[[envs]]
-label = "ttt-random"
-id = "OpenSpiel-tic_tac_toe-v0"
-args = { opponent = "random" }
-exact = true
-
-[[envs]]
-label = "kuhn-random"
-id = "OpenSpiel-kuhn_poker-v0"
-args = { opponent = "random" }
-exact = true
-
-[[envs]]
-label = "kuhn-mcts"
-id = "OpenSpiel-kuhn_poker-v0"
-args = { opponent = "mcts", mcts = { simulations = 5 } }
-
-[[entries]]
-name = "random"
-agent = "random"
-envs = ["kuhn-*"]
-
-[[entries]]
-name = "solver"
-agent = "solver"
-envs = ["ttt-*"]
-
-[[entries]]
-name = "mcts"
-agent = "mcts"
-set = { simulations = 5 }
-envs = ["kuhn-*"]
-"""
+SUITE = suite(
+    "exact values of small games",
+    HELDOUT,
+    env("ttt-random", "OpenSpiel-tic_tac_toe-v0", args={"opponent": "random"}, exact=True),
+    env("kuhn-random", "OpenSpiel-kuhn_poker-v0", args={"opponent": "random"}, exact=True),
+    env("kuhn-mcts", "OpenSpiel-kuhn_poker-v0", args={"opponent": "mcts", "mcts": {"simulations": 5}}),
+    entry("random", agent="random", envs=["kuhn-*"]),
+    entry("solver", agent="solver", envs=["ttt-*"]),
+    entry("mcts", agent="mcts", set={"simulations": 5}, envs=["kuhn-*"]),
+    episodes=2,
+    num_envs=2,
+)
 
 
 def _suite(tmp_path: Path, text: str = SUITE, name: str = "exact.toml") -> Path:

@@ -8,38 +8,32 @@ import shutil
 from pathlib import Path
 
 import pytest
+from bench_suites import (  # tests/bench_suites.py
+    HELDOUT,
+    RANDOM,
+    TRAIN,
+    TTT_RANDOM,
+    Raw,
+    entry,
+    suite,
+    train_tiny_ttt_run,
+)
 
 from llm_gym.bench.render import render_leaderboard
 from llm_gym.bench.runner import run_suite
 from llm_gym.bench.store import EpisodeStore
 from llm_gym.bench.suite import load_suite
 
-SUITE = """
-description = "a checkpoint entry beside a baseline"
-episodes = 2
-num_envs = 2
-
-[splits.heldout]
-seed = 100_000_000
-
-[splits.train]
-seed = 0
-
-[[envs]]
-label = "ttt-random"
-id = "OpenSpiel-tic_tac_toe-v0"
-args = { opponent = "random" }
-game = "tic_tac_toe"
-
-[[entries]]
-name = "random"
-agent = "random"
-
-[[entries]]
-name = "tiny-ppo"
-checkpoint = "RUN"
-trained_on = "this test's CPU"
-"""
+SUITE = suite(
+    "a checkpoint entry beside a baseline",
+    HELDOUT,
+    TRAIN,
+    TTT_RANDOM,
+    RANDOM,
+    entry("tiny-ppo", checkpoint="RUN", trained_on="this test's CPU"),
+    episodes=2,
+    num_envs=2,
+)
 
 
 def test_a_checkpoint_entry_plays_both_splits_and_renders_without_its_checkpoint(tmp_path: Path) -> None:
@@ -85,14 +79,10 @@ def test_options_added_to_an_agent_after_a_run_keep_its_identity(tmp_path: Path)
     import dataclasses
     import json
 
-    from llm_gym.agents.ppo_lora.testing import tiny_config, train
     from llm_gym.bench.entries import resolve_entry, short_hash
     from llm_gym.bench.suite import SuiteEntry
-    from llm_gym.lm.testing import make_tiny_model
 
-    model = make_tiny_model(tmp_path / "model", layers=2, hidden=32)
-    config = tiny_config(model, total_steps=16, num_envs=2, num_steps=8, minibatch_size=16, lora_rank=4)
-    train(tmp_path / "run", "OpenSpiel-tic_tac_toe-v0", config)
+    train_tiny_ttt_run(tmp_path)
     entry = SuiteEntry(name="tiny", checkpoint=str(tmp_path / "run"))
     now = resolve_entry(entry)
     saved_path = tmp_path / "run" / "config.json"
@@ -115,41 +105,18 @@ def test_options_added_to_an_agent_after_a_run_keep_its_identity(tmp_path: Path)
 
 @pytest.fixture(scope="module")
 def tiny_ttt_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from llm_gym.agents.ppo_lora.testing import tiny_config, train
-    from llm_gym.lm.testing import make_tiny_model
-
-    root = tmp_path_factory.mktemp("settings")
-    model = make_tiny_model(root / "model", layers=2, hidden=32)
-    config = tiny_config(model, total_steps=16, num_envs=2, num_steps=8, minibatch_size=16, lora_rank=4)
-    train(root / "run", "OpenSpiel-tic_tac_toe-v0", config)
-    return root / "run"
+    return train_tiny_ttt_run(tmp_path_factory.mktemp("settings"))
 
 
-SETTINGS_SUITE = """
-description = "one checkpoint, played as trained and with int8 weights"
-episodes = 2
-num_envs = 2
-
-[splits.heldout]
-seed = 100_000_000
-
-[[envs]]
-label = "ttt-random"
-id = "OpenSpiel-tic_tac_toe-v0"
-args = { opponent = "random" }
-game = "tic_tac_toe"
-
-[[entries]]
-name = "tiny"
-checkpoint = "RUN"
-splits = ["heldout"]
-
-[[entries]]
-name = "tiny-int8"
-checkpoint = "RUN"
-set = SETTINGS
-splits = ["heldout"]
-"""
+SETTINGS_SUITE = suite(
+    "one checkpoint, played as trained and with int8 weights",
+    HELDOUT,
+    TTT_RANDOM,
+    entry("tiny", checkpoint="RUN", splits=["heldout"]),
+    entry("tiny-int8", checkpoint="RUN", set=Raw("SETTINGS"), splits=["heldout"]),
+    episodes=2,
+    num_envs=2,
+)
 
 
 def test_a_checkpoint_entry_plays_with_its_settings(tiny_ttt_run: Path, tmp_path: Path) -> None:

@@ -6,38 +6,23 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from bench_suites import HELDOUT, RANDOM, entry, env, suite  # tests/bench_suites.py
+
 from llm_gym.bench.entries import env_hash, resolve_entry, short_hash
 from llm_gym.bench.runner import plan, resolve_entries
 from llm_gym.bench.store import EpisodeRow, EpisodeStore
 from llm_gym.bench.suite import SuiteEntry, SuiteEnv, load_suite
 from llm_gym.envs.openspiel.catalog import text_versions
 
-SUITE = """
-description = "a game whose text changed (kuhn poker) and one whose text did not (tic-tac-toe)"
-episodes = 3
-
-[splits.heldout]
-seed = 100_000_000
-
-[[envs]]
-label = "kuhn"
-id = "OpenSpiel-kuhn_poker-v0"
-args = { opponent = "random" }
-
-[[envs]]
-label = "ttt"
-id = "OpenSpiel-tic_tac_toe-v0"
-args = { opponent = "random" }
-
-[[entries]]
-name = "random"
-agent = "random"
-
-[[entries]]
-name = "lm"
-agent = "lm"
-set = { model = "smollm2-135m", action_mode = "score" }
-"""
+SUITE = suite(
+    "a game whose text changed (kuhn poker) and one whose text did not (tic-tac-toe)",
+    HELDOUT,
+    env("kuhn", "OpenSpiel-kuhn_poker-v0", args={"opponent": "random"}),
+    env("ttt", "OpenSpiel-tic_tac_toe-v0", args={"opponent": "random"}),
+    RANDOM,
+    entry("lm", agent="lm", set={"model": "smollm2-135m", "action_mode": "score"}),
+    episodes=3,
+)
 
 
 def hash_before_text_versions(env: SuiteEnv) -> str:

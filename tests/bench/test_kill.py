@@ -11,34 +11,21 @@ import sys
 import time
 from pathlib import Path
 
+from bench_suites import HELDOUT, RANDOM, SCRIPTED_ON_BREAKOUT, env, suite  # tests/bench_suites.py
+
 from llm_gym.bench.suite import load_suite
 
-SUITE = """
-description = "long enough to be killed in the middle"
-episodes = 24
-max_steps = 150
-num_envs = 3
-
-[splits.heldout]
-seed = 100_000_000
-
-[[envs]]
-label = "breakout"
-id = "LLMBreakout-text-v0"
-
-[[envs]]
-label = "ttt"
-id = "OpenSpiel-tic_tac_toe-v0"
-
-[[entries]]
-name = "random"
-agent = "random"
-
-[[entries]]
-name = "scripted"
-agent = "scripted"
-envs = ["breakout"]
-"""
+SUITE = suite(
+    "long enough to be killed in the middle",
+    HELDOUT,
+    env("breakout", "LLMBreakout-text-v0"),
+    env("ttt", "OpenSpiel-tic_tac_toe-v0"),
+    RANDOM,
+    SCRIPTED_ON_BREAKOUT,
+    episodes=24,
+    max_steps=150,
+    num_envs=3,
+)
 
 
 def _stored(db: Path) -> int:

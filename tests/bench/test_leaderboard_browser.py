@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from bench_suites import HELDOUT, TTT_RANDOM, entry, suite, train_tiny_ttt_run  # tests/bench_suites.py
 
 # The smoke run is a couple of CPU minutes (the real 135M model among its entries); a shared, loaded machine
 # stretches that several-fold, hence more than the default 600 s.
@@ -145,37 +146,21 @@ def test_the_trajectory_viewer_steps_in_chromium(chromium: str, smoke_board: Pat
     assert len(probabilities) >= 2 and sum(probabilities) == pytest.approx(1.0, abs=2e-3)
 
 
-VALUE_SUITE = """
-description = "a checkpoint with a value head"
-episodes = 1
-num_envs = 1
-
-[splits.heldout]
-seed = 100_000_000
-
-[[envs]]
-label = "ttt-random"
-id = "OpenSpiel-tic_tac_toe-v0"
-args = { opponent = "random" }
-game = "tic_tac_toe"
-
-[[entries]]
-name = "tiny-ppo"
-checkpoint = "RUN"
-splits = ["heldout"]
-"""
+VALUE_SUITE = suite(
+    "a checkpoint with a value head",
+    HELDOUT,
+    TTT_RANDOM,
+    entry("tiny-ppo", checkpoint="RUN", splits=["heldout"]),
+    episodes=1,
+    num_envs=1,
+)
 
 
 @pytest.fixture(scope="module")
 def value_board(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny real ppo_lora checkpoint benchmarked with --record-trajectories: its steps carry value estimates."""
-    from llm_gym.agents.ppo_lora.testing import tiny_config, train
-    from llm_gym.lm.testing import make_tiny_model
-
     tmp = tmp_path_factory.mktemp("value-board")
-    model = make_tiny_model(tmp / "model", layers=2, hidden=32)
-    config = tiny_config(model, total_steps=16, num_envs=2, num_steps=8, minibatch_size=16, lora_rank=4)
-    train(tmp / "run", "OpenSpiel-tic_tac_toe-v0", config)
+    train_tiny_ttt_run(tmp)
     suite = tmp / "values.toml"
     suite.write_text(VALUE_SUITE.replace("RUN", str(tmp / "run")))
     command = [str(Path(sys.executable).parent / "llm-gym"), "bench", "--suite", str(suite), "--leaderboard"]
