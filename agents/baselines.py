@@ -14,6 +14,7 @@ import numpy as np
 import llm_gym
 from llm_gym.agent import Agent, AgentConfig, DecisionDetails, EnvConfig, Policy
 from llm_gym.callbacks import Callback, should_stop
+from llm_gym.envs.catalog import env_family
 from llm_gym.errors import UnknownNameError, UnsupportedEnvError
 from llm_gym.runs import Run
 from llm_gym.stats import mean_ci95
@@ -158,9 +159,29 @@ class BaselineAgent(Agent):
         return summary
 
 
-class RandomAgent(BaselineAgent):
+class InfoOnlyAgent(BaselineAgent):
+    """A baseline that acts from ``info`` alone (legal actions, game state, history), never the observation text."""
+
+    reads_observation_text = False
+
+
+class OpenSpielAgent(InfoOnlyAgent):
+    """A baseline that rebuilds the game from an OpenSpiel env's ``info``: any other env is refused in one line."""
+
+    def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
+        if env_family(env.env_id) != "openspiel":
+            raise UnsupportedEnvError(
+                f"the {self.name} agent plays OpenSpiel envs only, not {env.env_id}; try --agent random"
+            )
+        return self.openspiel_policy(env)
+
+    def openspiel_policy(self, env: EnvConfig) -> Policy:
+        """The policy for an OpenSpiel env (``policy`` checked the family)."""
+        raise NotImplementedError
+
+
+class RandomAgent(InfoOnlyAgent):
     name = "random"
-    reads_observation_text = False  # acts from info only
     description = "Uniformly random legal actions (a floor for every env)."
 
     def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
@@ -174,9 +195,8 @@ class ConstantConfig(AgentConfig):
     legal at a step, the first legal action is taken."""
 
 
-class ConstantAgent(BaselineAgent):
+class ConstantAgent(InfoOnlyAgent):
     name = "constant"
-    reads_observation_text = False  # acts from info only
     description = "One named action at every step (--set action=LEFT): the floor of a game one action can score in."
     Config = ConstantConfig
 
@@ -200,9 +220,8 @@ class ScriptedConfig(AgentConfig):
             raise ValueError(f"deadband must be >= 0 px, got {self.deadband}")
 
 
-class ScriptedAgent(BaselineAgent):
+class ScriptedAgent(InfoOnlyAgent):
     name = "scripted"
-    reads_observation_text = False  # acts from info only
     description = "Hand-written ball tracker for Breakout and Pong (a ceiling for simple learners)."
     Config = ScriptedConfig
 

@@ -15,12 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from llm_gym.agent import AgentConfig, EnvConfig, Policy
-from llm_gym.agents.baselines import BaselineAgent
-from llm_gym.envs.catalog import env_family
+from llm_gym.agents.baselines import OpenSpielAgent
 from llm_gym.envs.openspiel.core import pyspiel_module, replay
 from llm_gym.errors import UnsupportedEnvError
 
@@ -116,17 +114,12 @@ class BestResponsePolicy:
         return self._responses[key]
 
 
-class BestResponseAgent(BaselineAgent):
+class BestResponseAgent(OpenSpielAgent):
     name = "best_response"
-    reads_observation_text = False  # acts from info only
     description = "Exact best response to a uniformly random opponent in small OpenSpiel games (poker and the like)."
     Config = BestResponseConfig
 
-    def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
-        if env_family(env.env_id) != "openspiel":
-            raise UnsupportedEnvError(
-                f"the best_response agent plays OpenSpiel envs only, not {env.env_id}; try --agent random"
-            )
+    def openspiel_policy(self, env: EnvConfig) -> Policy:
         opponent = env.kwargs.get("opponent") or "random"
         profile = env.kwargs.get("profile", "default")
         if opponent != "random" or profile != "default":

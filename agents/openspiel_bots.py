@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import llm_gym
 from llm_gym.agent import AgentConfig, EnvConfig, Policy
-from llm_gym.agents.baselines import BaselineAgent
+from llm_gym.agents.baselines import OpenSpielAgent
 from llm_gym.agents.openspiel_best_response import BestResponseAgent
 from llm_gym.agents.openspiel_solver import SolverAgent
-from llm_gym.envs.catalog import env_family, env_spec
+from llm_gym.envs.catalog import env_spec
 from llm_gym.envs.openspiel.catalog import game_spec
 from llm_gym.envs.openspiel.core import load_game, pyspiel_module, replay
 from llm_gym.envs.openspiel.opponents import MCTSConfig, MCTSOpponent
@@ -73,15 +72,12 @@ class MCTSPolicy:
         return self._bots[game_string]
 
 
-class MCTSAgent(BaselineAgent):
+class MCTSAgent(OpenSpielAgent):
     name = "mcts"
-    reads_observation_text = False  # acts from info only
     description = "OpenSpiel's MCTS bot with random rollouts (determinized where information is hidden)."
     Config = MCTSAgentConfig
 
-    def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
-        if env_family(env.env_id) != "openspiel":
-            raise UnsupportedEnvError(f"the mcts agent plays OpenSpiel envs only, not {env.env_id}; try --agent random")
+    def openspiel_policy(self, env: EnvConfig) -> Policy:
         game = env_spec(env.env_id).kwargs.get("game") or env.kwargs.get("game")
         if game is not None:
             _check_terminal_rewards(str(game))

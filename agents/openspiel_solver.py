@@ -13,12 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from llm_gym.agent import AgentConfig, EnvConfig, Policy
-from llm_gym.agents.baselines import BaselineAgent
-from llm_gym.envs.catalog import env_family
+from llm_gym.agents.baselines import OpenSpielAgent
 from llm_gym.envs.openspiel.core import pyspiel_module, replay
 from llm_gym.errors import UnsupportedEnvError
 
@@ -148,13 +146,10 @@ class SolverPolicy:
         return self._solvers[game_string]
 
 
-class SolverAgent(BaselineAgent):
+class SolverAgent(OpenSpielAgent):
     name = "solver"
-    reads_observation_text = False  # acts from info only
     description = "Exact minimax play of small two-player OpenSpiel games (ties: best against a random opponent)."
     Config = SolverConfig
 
-    def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
-        if env_family(env.env_id) != "openspiel":
-            raise UnsupportedEnvError(f"the solver plays OpenSpiel envs only, not {env.env_id}; try --agent random")
+    def openspiel_policy(self, env: EnvConfig) -> Policy:
         return SolverPolicy(self.config)
