@@ -5,42 +5,14 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
+from echo_plugin import echo_plugin  # tests/plugins/echo_plugin.py
 from typer.testing import CliRunner
 
 from llm_gym import hookspecs
 from llm_gym.cli import build_app
 from llm_gym.plugins import agents, get_agent, get_backend, plugin_failures, plugins
 
-AGENT_PLUGIN = """
-    from dataclasses import dataclass
-    import llm_gym
-    from llm_gym import Agent, AgentConfig
-
-    @dataclass(frozen=True, kw_only=True)
-    class EchoConfig(AgentConfig):
-        always: int = 0
-        \"\"\"The action this agent always takes.\"\"\"
-
-    class EchoPolicy:
-        def __init__(self, action):
-            self.action = action
-        def act(self, observations, infos):
-            return [self.action for _ in observations]
-
-    class EchoAgent(Agent):
-        name = "echo"
-        description = "Always the same action."
-        Config = EchoConfig
-        learns = False
-        def train(self, env, run, callbacks=()):
-            return run.write_summary({"env_steps": 0})
-        def policy(self, env, checkpoint=None):
-            return EchoPolicy(self.config.always)
-
-    @llm_gym.hookimpl
-    def register_agents(register):
-        register(EchoAgent)
-"""
+AGENT_PLUGIN = echo_plugin(learns=False)
 
 
 def test_register_agents_hook(install_plugin) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from echo_plugin import echo_plugin  # tests/plugins/echo_plugin.py
 
 from llm_gym.config import load_config_file
 from llm_gym.errors import ConfigError, UnknownNameError
@@ -16,36 +17,7 @@ from llm_gym.plugins import agents, get_agent
 from llm_gym.presets import agent_presets, get_preset, read_preset
 from llm_gym.testing import error_line, invoke
 
-AGENT_PLUGIN = """
-    from dataclasses import dataclass
-    import llm_gym
-    from llm_gym import Agent, AgentConfig
-
-    @dataclass(frozen=True, kw_only=True)
-    class EchoConfig(AgentConfig):
-        always: int = 0
-        \"\"\"The action this agent always takes.\"\"\"
-
-    class EchoPolicy:
-        def __init__(self, action):
-            self.action = action
-        def act(self, observations, infos):
-            return [self.action for _ in observations]
-
-    class EchoAgent(Agent):
-        name = "echo"
-        description = "Always the same action."
-        Config = EchoConfig
-        def train(self, env, run, callbacks=()):
-            run.write_summary({"env_steps": 0})
-            return {"env_steps": 0}
-        def policy(self, env, checkpoint=None):
-            return EchoPolicy(self.config.always)
-
-    @llm_gym.hookimpl
-    def register_agents(register):
-        register(EchoAgent)
-"""
+AGENT_PLUGIN = echo_plugin()
 
 LEARNERS_WITH_QUICK = ("ppo_lora", "sft", "nanogpt_ppo", "reflection", "curriculum")
 
