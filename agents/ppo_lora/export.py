@@ -20,7 +20,7 @@ import typer
 
 from llm_gym.agents.ppo_lora.action_head import ACTION_HEAD_FILE
 from llm_gym.agents.ppo_lora.calibration import ACTION_BIAS_FILE
-from llm_gym.cli.common import cli_errors, console
+from llm_gym.commands import cli_errors, console
 from llm_gym.errors import CheckpointError, ConfigError
 
 

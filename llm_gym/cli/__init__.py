@@ -17,13 +17,14 @@ import typer.main
 from llm_gym import __version__
 from llm_gym.cli import agents, bench, copy_policy, demos, envs, play, plot, plugins, select, serve, sweep, train
 from llm_gym.cli.common import EXIT_USER_ERROR
-from llm_gym.cli.help_format import hide_flag_types, reflow_commands
+from llm_gym.cli.help_format import reflow_commands
+from llm_gym.commands import hide_flag_types
 from llm_gym.errors import LLMGymError, suggest
 from llm_gym.plugins import call_plugin, command_conflicts, get_plugin_manager
 
 BUILTIN_COMMANDS = (envs, agents, plugins, train, sweep, select, play, demos, plot, bench, copy_policy, serve)
 
-hide_flag_types()  # no `--help <bool>` in the help screens (llm_gym/cli/help_format.py says why)
+hide_flag_types()  # no `--help <bool>` in the help screens (llm_gym/commands.py says why)
 
 # Typer's click exception classes (recent Typer versions ship their own copy of click, older ones use click).
 _UsageError = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")

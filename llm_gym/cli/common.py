@@ -1,56 +1,22 @@
-"""What every command shares: one-line errors with exit code 2, option aliases, config resolution."""
+"""What every command shares: one-line errors with exit code 2 (from llm_gym.commands), option aliases, config
+resolution."""
 
 from __future__ import annotations
 
 import dataclasses
-import errno
-import functools
 import json
-import os
-import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
-from llm_gym.atomic import error_for
+# The error policy and the consoles live below the CLI (plugins' commands use them too); re-exported here.
+from llm_gym.commands import EXIT_USER_ERROR as EXIT_USER_ERROR
+from llm_gym.commands import cli_errors as cli_errors
+from llm_gym.commands import console as console
+from llm_gym.commands import err_console as err_console
 from llm_gym.config import apply_overrides, load_config_file, parse_assignments
-from llm_gym.errors import ConfigError, LLMGymError
-
-F = TypeVar("F", bound=Callable[..., Any])
-console = Console()
-err_console = Console(stderr=True)
-
-EXIT_USER_ERROR = 2
-
-
-def cli_errors(command: F) -> F:
-    """Turn an :class:`LLMGymError` into one line on stderr and exit code 2 (``LLM_GYM_DEBUG=1``: the traceback)."""
-
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return command(*args, **kwargs)
-        except LLMGymError as exc:
-            if os.environ.get("LLM_GYM_DEBUG") == "1":
-                raise
-            print(f"error: {exc}", file=sys.stderr)
-            raise typer.Exit(EXIT_USER_ERROR) from None
-        except OSError as exc:
-            # A write no llm_gym.atomic helper wraps (a library's own file): a full disk or a read-only place is
-            # still one line naming the file, never a traceback.
-            if os.environ.get("LLM_GYM_DEBUG") == "1" or exc.errno not in _DISK_ERRNOS:
-                raise
-            print(f"error: {error_for(exc.filename or 'a file', exc)}", file=sys.stderr)
-            raise typer.Exit(EXIT_USER_ERROR) from None
-
-    return wrapper  # type: ignore[return-value]
-
-
-_DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG)
-
+from llm_gym.errors import ConfigError
 
 AgentOption = Annotated[str | None, typer.Option("--agent", "-a", help="Agent name (see `llm-gym agents`).")]
 EnvOption = Annotated[str | None, typer.Option("--env", "-e", help="Env id (see `llm-gym envs`).")]

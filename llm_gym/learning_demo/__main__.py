@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from llm_gym.cli.common import cli_errors, console
+from llm_gym.commands import cli_errors, console, hide_flag_types
 from llm_gym.config import apply_overrides, parse_assignments
 from llm_gym.errors import ConfigError
 from llm_gym.learning_demo.config import LearningDemoConfig
@@ -61,6 +61,7 @@ def main(
 
 
 def run() -> None:
+    hide_flag_types()  # the help screen reads as the CLI's
     typer.run(main)
 
 
