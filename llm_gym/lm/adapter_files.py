@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from peft.utils import CONFIG_NAME  # the file name peft writes and reads
+
 
 def save_adapter(model: Any, directory: Path) -> None:
     """``save_pretrained`` of a peft model (plain peft loads the directory), with its config written in a fixed order.
@@ -14,8 +16,6 @@ def save_adapter(model: Any, directory: Path) -> None:
     process to the next; two runs that trained the same weights then saved different ``adapter_config.json`` files,
     and checkpoint hashes could not be compared across runs. Sorting those fields fixes the bytes, not the meaning.
     """
-    from peft.utils import CONFIG_NAME  # the file name peft writes and reads
-
     # The active adapter alone: ppo_lora's frozen reference adapter (kl_reference=start) is not part of the policy.
     model.save_pretrained(str(directory), selected_adapters=[model.active_adapter])
     config = model.peft_config[model.active_adapter]

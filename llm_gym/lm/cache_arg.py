@@ -10,12 +10,12 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from transformers.modeling_outputs import BaseModelOutputWithPast
+
 
 @functools.cache
 def cache_arg() -> str:
     """``"cache"`` where the installed transformers has renamed it, else ``"past_key_values"``."""
-    from transformers.modeling_outputs import BaseModelOutputWithPast
-
     return "cache" if "cache" in BaseModelOutputWithPast.__dataclass_fields__ else "past_key_values"
 
 

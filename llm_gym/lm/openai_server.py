@@ -18,6 +18,8 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import torch
+
 from llm_gym.lm.models import load_causal_lm
 
 
@@ -30,8 +32,6 @@ class ChatModel:
         self.lock = threading.Lock()
 
     def complete(self, messages: list[dict[str, Any]], max_tokens: int, temperature: float, seed: int | None) -> dict:
-        import torch
-
         text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
         sample = temperature > 0

@@ -21,6 +21,8 @@ from __future__ import annotations
 import warnings
 from typing import Any, Literal
 
+import torch
+
 from llm_gym.errors import ConfigError, UnknownNameError
 
 Quantize = Literal["none", "int8"]
@@ -47,8 +49,6 @@ def check_quantize(quantize: str, *, device: str = "cpu", dtype: str = "auto") -
     if dtype not in ("auto", "float32"):
         raise ConfigError(f"quantize={quantize} computes in float32 around its int8 matmuls; use dtype=float32 or auto")
     if _dynamic_quantizer() is None or _engine() is None:
-        import torch
-
         raise ConfigError(
             f"quantize={quantize} needs torch's dynamic quantization (torch.ao.quantization.quantize_dynamic with "
             f"an fbgemm, x86 or qnnpack engine), which torch {torch.__version__} here lacks; use quantize=none"
@@ -66,7 +66,6 @@ def quantize_model(model: Any, quantize: str = "int8") -> Any:
     check_quantize(quantize)
     if quantize == "none":
         return model
-    import torch
 
     if hasattr(model, "peft_config") or any("lora_" in name for name, _ in model.named_modules()):
         raise ConfigError(
@@ -111,7 +110,5 @@ def _dynamic_quantizer() -> tuple[Any, Any] | None:
 
 
 def _engine() -> str | None:
-    import torch
-
     supported = torch.backends.quantized.supported_engines
     return next((engine for engine in _ENGINES if engine in supported), None)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from transformers import DynamicCache
 
 from llm_gym.errors import ConfigError
 from llm_gym.lm.adapter_compute import AdapterCompute, AdapterComputeMode
@@ -95,8 +96,6 @@ class SplitLM:
         handle = self.decoder.layers[self.split].register_forward_pre_hook(hook, with_kwargs=True)
         cache = decoder_kwargs.setdefault(cache_arg(), None)
         if cache is None:
-            from transformers import DynamicCache
-
             cache = decoder_kwargs[cache_arg()] = DynamicCache()
         try:
             self.decoder(use_cache=True, **decoder_kwargs)
@@ -118,8 +117,6 @@ class SplitLM:
     @torch.no_grad()
     def bottom(self, batch: PackedBatch, prefix: BottomPrefix | None) -> torch.Tensor:
         """(B, Q, H) hidden states entering layer ``split`` for a packed batch."""
-        from transformers import DynamicCache
-
         rows = batch.input_ids.shape[0]
         self._check_prefix(batch, prefix)
         cache = None
@@ -158,7 +155,6 @@ class SplitLM:
         """The prefix through the trainable layers with the current adapter (recompute after every update)."""
         if prefix is None:
             return None
-        from transformers import DynamicCache
 
         length = prefix.length
         causal = torch.ones((1, length, length), dtype=torch.bool, device=self.device).tril()
@@ -170,8 +166,6 @@ class SplitLM:
 
     def top(self, hidden: torch.Tensor, batch: PackedBatch, prefix: TopPrefix | None) -> PackedOutput:
         """Continuation log-probs (and the last prompt token's hidden state) from the split hidden states."""
-        from transformers import DynamicCache
-
         rows = hidden.shape[0]
         self._check_prefix(batch, prefix)
         cache = DynamicCache(
