@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -152,57 +154,49 @@ def _prepare_resume(
 ) -> tuple[type, Any, EnvConfig, Run]:
     """Check everything a resume needs before changing anything in the run; config.json is rewritten last."""
     run = Run.open(resume, claim=True)  # one writer at a time: a second resume of the same run is refused
+    with _given_back_if_refused(run):
+        saved = run.read_config()
+        for given, key in ((agent, "agent"), (env, "env_id")):
+            if given is not None and given != saved[key]:
+                raise ConfigError(
+                    f"{resume} was trained with {key}={saved[key]!r}, not {given!r}; drop the option to resume"
+                )
+        agent_cls = get_agent(saved["agent"])
+        base = from_dict(agent_cls.Config, saved["config"], source=str(run.path / "config.json"))
+        config = resolve_config(
+            agent_cls.Config, config_file=config_file, sets=sets, model=model, seed=seed, backend=backend, base=base
+        )
+        # The config's own held fields first (the learner a curriculum wraps), then those inside a nested agent config
+        # (the shapes in base_config), each as its own agent's fixed_on_resume names them.
+        for nested in (False, True):
+            before, after = (field_settings(agent_cls, c, "--set/--config", nested=nested) for c in (base, config))
+            changed = [f for f, s in after.items() if s.held and f in before and s.value != before[f].value]
+            if changed:
+                shown = ", ".join(f"{f} ({before[f].value!r} -> {after[f].value!r})" for f in changed)
+                raise ConfigError(
+                    f"a resume cannot change {shown}: the checkpoints hold their shapes; start a new run to change them"
+                )
+        env_config = EnvConfig(saved["env_id"], {**saved["env_kwargs"], **parse_env_args(env_args)})
+        check_env_arguments(env_config)
+        run.resumed_from = _resumable_checkpoint(run, agent_cls(config), env_config)
+        refuse_resume_of_policy_copy(run.resumed_from)
+        if run.resumed_from is None and run.checkpoints():
+            raise CheckpointError(f"no checkpoint of {run.path} verifies (see the notes above); nothing was changed")
+        if to_dict(config) != saved["config"]:
+            run.update_config(to_dict(config))
+        where = f"from {run.resumed_from}" if run.resumed_from else "from the start (no complete checkpoint yet)"
+        console.print(f"resuming {run.path} {where}")
+        return agent_cls, config, env_config, run
+
+
+@contextmanager
+def _given_back_if_refused(run: Run) -> Iterator[None]:
+    """A refused resume gives the run back (a caller in the same process may try again); an accepted one keeps it."""
     try:
-        return _checked_resume(run, resume, agent, env, model, backend, seed, sets, config_file, env_args)
+        yield
     except BaseException:
-        run.close()  # a refused resume gives the run back (a caller in the same process may try again)
+        run.close()
         raise
-
-
-def _checked_resume(
-    run: Run,
-    resume: Path,
-    agent: str | None,
-    env: str | None,
-    model: str | None,
-    backend: str | None,
-    seed: int | None,
-    sets: list[str] | None,
-    config_file: Path | None,
-    env_args: list[str] | None,
-) -> tuple[type, Any, EnvConfig, Run]:
-    saved = run.read_config()
-    for given, key in ((agent, "agent"), (env, "env_id")):
-        if given is not None and given != saved[key]:
-            raise ConfigError(
-                f"{resume} was trained with {key}={saved[key]!r}, not {given!r}; drop the option to resume"
-            )
-    agent_cls = get_agent(saved["agent"])
-    base = from_dict(agent_cls.Config, saved["config"], source=str(run.path / "config.json"))
-    config = resolve_config(
-        agent_cls.Config, config_file=config_file, sets=sets, model=model, seed=seed, backend=backend, base=base
-    )
-    # The config's own held fields first (the learner a curriculum wraps), then those inside a nested agent config
-    # (the shapes in base_config), each as its own agent's fixed_on_resume names them.
-    for nested in (False, True):
-        before, after = (field_settings(agent_cls, c, "--set/--config", nested=nested) for c in (base, config))
-        changed = [f for f, s in after.items() if s.held and f in before and s.value != before[f].value]
-        if changed:
-            shown = ", ".join(f"{f} ({before[f].value!r} -> {after[f].value!r})" for f in changed)
-            raise ConfigError(
-                f"a resume cannot change {shown}: the checkpoints hold their shapes; start a new run to change them"
-            )
-    env_config = EnvConfig(saved["env_id"], {**saved["env_kwargs"], **parse_env_args(env_args)})
-    check_env_arguments(env_config)
-    run.resumed_from = _resumable_checkpoint(run, agent_cls(config), env_config)
-    refuse_resume_of_policy_copy(run.resumed_from)
-    if run.resumed_from is None and run.checkpoints():
-        raise CheckpointError(f"no checkpoint of {run.path} verifies (see the notes above); nothing was changed")
-    if to_dict(config) != saved["config"]:
-        run.update_config(to_dict(config))
-    where = f"from {run.resumed_from}" if run.resumed_from else "from the start (no complete checkpoint yet)"
-    console.print(f"resuming {run.path} {where}")
-    return agent_cls, config, env_config, run
 
 
 def _resumable_checkpoint(run: Run, agent: Any, env: EnvConfig) -> Path | None:
