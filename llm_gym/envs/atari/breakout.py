@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from llm_gym.envs.atari.game import AtariGame, ball_motion, bcd, previous_ball
+from llm_gym.envs.atari.game import AtariGame, ball_fields, bcd
 
 BRICK_ROWS, BRICK_COLS = 6, 18
 PADDLE_WIDTH, PADDLE_Y = 16, 189
@@ -121,8 +121,6 @@ class Breakout(AtariGame):
         in_play = ball_raw != 0
         ball_x = ball_x_raw - 49 if in_play else None
         ball_y = ball_raw + 9 if in_play else None
-        dx, dy = ball_motion(ball_x, ball_y, previous)
-        previous_x, previous_y = previous_ball(previous)
         # Bricks change on few steps; decode them only when their RAM bytes did.
         brick_bytes = ram[:36].tobytes()
         if previous is not None and brick_bytes == self._brick_bytes:
@@ -134,12 +132,7 @@ class Breakout(AtariGame):
             self._brick_bytes = brick_bytes
         return BreakoutState(
             paddle_x=int(ram[72]) - 47,
-            ball_x=ball_x,
-            ball_y=ball_y,
-            ball_dx=dx,
-            ball_dy=dy,
-            previous_ball_x=previous_x,
-            previous_ball_y=previous_y,
+            **ball_fields(ball_x, ball_y, previous),
             lives=int(ram[57]),
             score=bcd(int(ram[76])) * 100 + bcd(int(ram[77])),
             bricks=bricks,

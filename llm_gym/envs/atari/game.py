@@ -35,6 +35,21 @@ def previous_ball(previous: Any | None) -> tuple[int | None, int | None]:
     return previous.ball_x, previous.ball_y
 
 
+def ball_fields(ball_x: int | None, ball_y: int | None, previous: Any | None) -> dict[str, Any]:
+    """A game state's ball fields as read after ``previous``: where it is (``ball_x``, ``ball_y``), the signs of its
+    move (``ball_dx``, ``ball_dy``) and where it was one step earlier (``previous_ball_x``, ``previous_ball_y``)."""
+    dx, dy = ball_motion(ball_x, ball_y, previous)
+    previous_x, previous_y = previous_ball(previous)
+    return {
+        "ball_x": ball_x,
+        "ball_y": ball_y,
+        "ball_dx": dx,
+        "ball_dy": dy,
+        "previous_ball_x": previous_x,
+        "previous_ball_y": previous_y,
+    }
+
+
 def ball_words(state: Any, offset: int, sides: tuple[str, str, str], paddle: str) -> str:
     """'ball x=.. y=.. moving <direction>, <n> px <side> <paddle> centre.'; ``sides`` names a positive, a negative
     and a zero ``offset`` of the ball from the paddle centre."""

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from llm_gym.envs.atari.game import AtariGame, ball_motion, previous_ball
+from llm_gym.envs.atari.game import AtariGame, ball_fields
 
 PADDLE_HEIGHT = 16
 PLAYER_X, CPU_X = 140, 16
@@ -76,17 +76,10 @@ class Pong(AtariGame):
         in_play = ball_raw != 0 and ball_x_raw != 0  # x = -49 is off the screen: nothing is drawn
         ball_x = ball_x_raw - 49 if in_play else None
         ball_y = ball_raw - 14 if in_play else None
-        dx, dy = ball_motion(ball_x, ball_y, previous)
-        previous_x, previous_y = previous_ball(previous)
         return PongState(
             player_y=(player_raw - 13) & ~1,  # the kernel draws this paddle from even lines only
             cpu_y=cpu_raw - 15 if cpu_raw - 15 + PADDLE_HEIGHT > FIELD_TOP else None,
-            ball_x=ball_x,
-            ball_y=ball_y,
-            ball_dx=dx,
-            ball_dy=dy,
-            previous_ball_x=previous_x,
-            previous_ball_y=previous_y,
+            **ball_fields(ball_x, ball_y, previous),
             player_score=int(ram[14]),
             cpu_score=int(ram[13]),
         )
