@@ -50,6 +50,19 @@ def tiny_text_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_tiny_model(tmp_path_factory.mktemp("tiny-lm"), layers=2, hidden=32, init_std=0.5)
 
 
+def pong_run(*, episodes: int, max_steps: int, reflections: int, eval_max_steps: int) -> dict:
+    """A short Pong run's settings: at most ``reflections`` poor steps reflected on, each verified that many steps
+    ahead; one evaluation episode."""
+    return dict(
+        episodes=episodes,
+        max_steps=max_steps,
+        max_reflections=reflections,
+        verify_horizon=reflections,
+        eval_episodes=1,
+        eval_max_steps=eval_max_steps,
+    )
+
+
 def _check_iteration(run_dir: Path, iterations: int = 1) -> dict:
     summary = json.loads((run_dir / "summary.json").read_text())
     results = json.loads((run_dir / f"iteration_{iterations}" / "results.json").read_text())
@@ -114,18 +127,8 @@ def test_json_reflections_of_a_random_model_are_counted_and_skipped(tiny_text_mo
 def test_one_iteration_on_atari_pong_text(tmp_path: Path, tiny_text_model: Path) -> None:
     model = tiny_text_model
     # 80 steps: the first point is lost around step 60, so there are poor steps to reflect on.
-    _train(
-        model,
-        "LLMPong-text-v0",
-        tmp_path / "run",
-        iterations=1,
-        episodes=2,
-        max_steps=80,
-        max_reflections=6,
-        verify_horizon=6,
-        eval_episodes=1,
-        eval_max_steps=10,
-    )
+    settings = pong_run(episodes=2, max_steps=80, reflections=6, eval_max_steps=10)
+    _train(model, "LLMPong-text-v0", tmp_path / "run", iterations=1, **settings)
     results = _check_iteration(tmp_path / "run")
     reflections = results["reflections"]
     assert reflections["proposed"] == 6 < reflections["poor_steps"]  # max_reflections: the 6 lowest outcomes
@@ -186,34 +189,15 @@ def test_one_iteration_on_a_vision_env(tmp_path: Path) -> None:
     from llm_gym.lm.vision.testing import make_tiny_vision_model
 
     model = make_tiny_vision_model(tmp_path / "vlm", init_std=0.5)
-    _train(
-        model,
-        "LLMPong-vision-v0",
-        tmp_path / "run",
-        iterations=1,
-        episodes=1,
-        max_steps=70,
-        max_reflections=3,
-        verify_horizon=3,
-        eval_episodes=1,
-        eval_max_steps=5,
-    )
+    settings = pong_run(episodes=1, max_steps=70, reflections=3, eval_max_steps=5)
+    _train(model, "LLMPong-vision-v0", tmp_path / "run", iterations=1, **settings)
     results = _check_iteration(tmp_path / "run")
     assert results["reflections"]["kept"] > 0 and results["finetune"]["steps"] > 0  # images went through training
 
 
 def _resume_settings(model: Path) -> list[str]:
-    settings = dict(
-        FAST,
-        model=str(model),
-        iterations=2,
-        episodes=2,
-        max_steps=70,
-        max_reflections=4,
-        verify_horizon=4,
-        eval_episodes=1,
-        eval_max_steps=5,
-    )
+    run = pong_run(episodes=2, max_steps=70, reflections=4, eval_max_steps=5)
+    settings = dict(FAST, model=str(model), iterations=2, **run)
     return [arg for k, v in settings.items() for arg in ("--set", f"{k}={v}")]
 
 
