@@ -120,3 +120,45 @@ def test_assignments_and_files(tmp_path) -> None:
     bad.write_text("lr = = 1")
     with pytest.raises(ConfigError, match="cannot read"):
         load_config_file(bad)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetiredDemoConfig(DemoConfig):
+    renamed = {"learning_rate": "lr"}
+    retired = {"head": ("none", "measured useless on the demo game")}
+
+
+@pytest.mark.parametrize("value", ["none", "linear"])
+def test_a_retired_field_is_refused_on_set_in_one_line_that_says_why(value: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        apply_overrides(RetiredDemoConfig(), {"head": value}, source="--set")
+    said = str(caught.value)
+    assert said == "--set: head is retired (measured useless on the demo game); drop it"
+    assert "\n" not in said
+
+
+def test_a_config_file_naming_a_retired_field_is_refused(tmp_path) -> None:
+    toml = tmp_path / "c.toml"
+    toml.write_text('lr = 0.5\nhead = "none"\n')
+    with pytest.raises(
+        ConfigError, match=r"^.*c\.toml: head is retired \(measured useless on the demo game\); drop it$"
+    ):
+        apply_overrides(RetiredDemoConfig(), load_config_file(toml), source=str(toml))
+
+
+def test_a_saved_config_holding_a_retired_field_off_loads_without_it() -> None:
+    saved = {**to_dict(RetiredDemoConfig(lr=0.5)), "head": "none"}
+    assert from_dict(RetiredDemoConfig, saved) == RetiredDemoConfig(lr=0.5)
+    # Renamed and retired keys together, as a run saved before both changes holds them.
+    older = {"learning_rate": 0.25, "head": "none"}
+    assert from_dict(RetiredDemoConfig, older) == RetiredDemoConfig(lr=0.25)
+
+
+def test_a_saved_config_that_trained_with_a_retired_field_on_is_refused() -> None:
+    saved = {**to_dict(RetiredDemoConfig()), "head": "linear"}
+    with pytest.raises(ConfigError) as caught:
+        from_dict(RetiredDemoConfig, saved, source="runs/x/config.json")
+    assert str(caught.value) == (
+        "runs/x/config.json: the run trained with head='linear', a setting since retired (measured useless on the "
+        "demo game); this version cannot resume or play it"
+    )
