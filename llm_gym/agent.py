@@ -60,9 +60,7 @@ class AgentConfig:
     ``checkpoint_every`` / ``keep_checkpoints``, ``threads`` (torch threads), ``device``, ``progress``. A number
     that switches something off is 0 ("0: off"), never None. A field that was renamed is listed in ``renamed``
     (old name -> new name): ``--set old=...`` then fails with one line naming the new name, and a run saved under
-    the old name still loads. A field that was removed is listed in ``retired`` (name -> (the value that meant off,
-    why)): ``--set`` of it fails with one line saying why, a run saved with it off still loads, and one that trained
-    with it on is refused in one line (:mod:`llm_gym.config`).
+    the old name still loads.
     """
 
     renamed: ClassVar[Mapping[str, str]] = {}

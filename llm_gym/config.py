@@ -14,13 +14,6 @@ A dict field may hold another agent's settings (the curriculum's ``base_config``
 declared with :func:`nested_agent_config`, naming the field that says which agent, and then the per-field checks look
 inside it, where that agent's own markers decide (:func:`llm_gym.agent.field_settings`). ``--set`` of such a field
 changes the keys it names and keeps the others.
-
-A field that is gone is declared on the class, so that what still names it gets one line instead of "unknown key":
-``renamed`` (``{old name: new name}``) for a field that lives on under another name, and ``retired``
-(``{name: (the value that meant off, why it was retired)}``) for one that is gone altogether. ``--set``, a
-``--config`` file or a preset that names a retired field is refused (:func:`apply_overrides`); a saved run config
-(:func:`from_dict`) that holds it at its "off" value loads without it, and one that holds another value is refused:
-that run trained with something this version no longer has.
 """
 
 from __future__ import annotations
@@ -209,11 +202,8 @@ def apply_overrides(config: C, overrides: Mapping[str, Any], source: str = "--se
     names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
     changes: dict[str, Any] = {}
     renamed = getattr(cls, "renamed", {})
-    retired = retired_fields(cls)
     nested = nested_agent_fields(cls)
     for key, raw in overrides.items():
-        if key in retired:
-            raise ConfigError(f"{source}: {key} is retired ({retired[key][1]}); drop it")
         if key in renamed:
             raise ConfigError(f"{source}: {key!r} is now called {renamed[key]!r}; use {renamed[key]}={raw}")
         if key not in names:
@@ -244,44 +234,17 @@ def from_dict(cls: type[C], data: Mapping[str, Any], source: str = "config") -> 
     """Build a config from a dict such as a run's saved ``config.json``.
 
     A run saved before a field was renamed (``cls.renamed``), before a field existed (``cls.saved_defaults``: the
-    value the run trained with, where the default has changed since), before a field was retired (``cls.retired``)
-    or before None stopped meaning "off" still loads: old names are read as the new ones, a missing field as what it
-    was then, a retired field at its "off" value is dropped, and None where the field takes no None is read as 0
-    (off). A retired field at another value raises: the run trained with what this version no longer has."""
+    value the run trained with, where the default has changed since) or before None stopped meaning "off" still
+    loads: old names are read as the new ones, a missing field as what it was then, and None where the field takes
+    no None is read as 0 (off)."""
     renamed = getattr(cls, "renamed", {})
     hints = typing.get_type_hints(cls)
     data = {renamed.get(key, key): value for key, value in data.items()}
-    data = {key: value for key, value in data.items() if not _retired_at_off(cls, key, value, source)}
     data = {**getattr(cls, "saved_defaults", {}), **data}
     for key, value in data.items():
         if value is None and key in hints and type(None) not in typing.get_args(hints[key]):
             data[key] = 0
     return apply_overrides(cls(), data, source=source)
-
-
-def retired_fields(cls: type) -> Mapping[str, tuple[Any, str]]:
-    """``{field: (the value that meant off, why it was retired)}``: the fields config class ``cls`` no longer has
-    (its ``retired`` ClassVar; empty where it declares none)."""
-    return getattr(cls, "retired", {})
-
-
-def retired_values(cls: type) -> dict[str, Any]:
-    """``{retired field: the value that meant off}`` of config class ``cls``: what a config of it still says about
-    each retired field wherever a record counts the fields it had (a bench entry's identity)."""
-    return {name: off for name, (off, _) in retired_fields(cls).items()}
-
-
-def _retired_at_off(cls: type, key: str, value: Any, source: str) -> bool:
-    """Whether saved field ``key`` is a retired one at its "off" value (so dropped); raises for one at another."""
-    if key not in retired_fields(cls):
-        return False
-    off, why = retired_fields(cls)[key]
-    if value != off:
-        raise ConfigError(
-            f"{source}: the run trained with {key}={value!r}, a setting since retired ({why}); this version cannot "
-            f"resume or play it"
-        )
-    return True
 
 
 def coerce(value: Any, annotation: Any) -> Any:

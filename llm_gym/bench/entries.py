@@ -7,8 +7,7 @@ resolved config counts only the fields its run's saved config names (under their
 them): an option added to the agent after the run was trained, and a setting equal to what the run would play with
 anyway, leave the identity of the run's stored episodes as it was. An agent entry gets the same treatment from the
 store (:func:`keep_stored_identity`): a config field added to the agent since its episodes were stored leaves their
-identity as it was while the field keeps its default. A retired field (``Config.retired``) counts at the value that
-meant "off", as it did while it existed: retiring it replays no entry that never turned it on.
+identity as it was while the field keeps its default.
 
 An agent entry's ``set`` is checked as ``llm-gym play --agent NAME --set`` checks it: a training-only field set away
 from its default is refused in one line (the untrained policy never reads it, and it would still change the
@@ -29,7 +28,7 @@ from typing import Any
 
 from llm_gym.agent import EnvConfig, Policy, policy_env_kwargs
 from llm_gym.bench.suite import SuiteEntry, SuiteEnv
-from llm_gym.config import apply_overrides, fields_with_effect, nested_agent_fields, retired_values
+from llm_gym.config import apply_overrides, fields_with_effect, nested_agent_fields
 from llm_gym.envs.openspiel.catalog import text_versions as openspiel_text_versions
 from llm_gym.errors import CheckpointError
 from llm_gym.plugins import get_agent
@@ -109,8 +108,8 @@ class ResolvedEntry:
 
     def counted_config(self) -> dict[str, Any]:
         """The config as the identity counts it: speed-only fields at :attr:`speed_counted_as`, a nested agent's
-        settings as :attr:`nested_counted_as`; a retired field at its "off" value (:func:`retired_values`)."""
-        config = {**retired_values(type(self.config)), **dataclasses.asdict(self.config)}
+        settings as :attr:`nested_counted_as`."""
+        config = dataclasses.asdict(self.config)
         config.update({k: v for k, v in self.speed_counted_as.items() if k in config})
         config.update({k: v for k, v in self.nested_counted_as.items() if k in config})
         return config
@@ -262,7 +261,7 @@ def _without_newer_fields(resolved: ResolvedEntry, known: frozenset[str]) -> Res
     None: a field set away from its default is part of the identity)."""
     current = resolved.counted_config()
     try:
-        defaults = {**retired_values(type(resolved.config)), **dataclasses.asdict(type(resolved.config)())}
+        defaults = dataclasses.asdict(type(resolved.config)())
     except (TypeError, ValueError):
         return None  # a config without defaults for every field: no field can have been added with one
     newer = current.keys() - known
