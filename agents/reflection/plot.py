@@ -7,15 +7,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from llm_gym.training.curves import pyplot
+
 
 def plot_rewards(history: Sequence[dict[str, Any]], path: Path, title: str) -> Path:
     """Draw ``history`` (the per-iteration results) into ``path`` (PNG) and return it."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # no display: files only
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
-
+    plt = pyplot("the reflection agent's reward plot", "lm")
     trials = [h for h in history if "trial" in h]
     evals = [h for h in history if "eval" in h]
     figure, axes = plt.subplots(figsize=(6, 4))
@@ -35,7 +32,7 @@ def plot_rewards(history: Sequence[dict[str, Any]], path: Path, title: str) -> P
             marker="s",
             label="evaluation (greedy, held-out seeds)",
         )
-    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
     axes.set_xlabel("iteration (0 = zero-shot)")
     axes.set_ylabel("mean episode reward")
     axes.set_title(f"reflection on {title}")

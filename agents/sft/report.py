@@ -15,6 +15,7 @@ from rich.table import Table
 
 from llm_gym.runs import Run
 from llm_gym.stats import mean_ci95, wilson_ci95
+from llm_gym.training.curves import pyplot
 
 PLOT_FILE = "sft_evaluation.png"
 
@@ -91,11 +92,7 @@ def print_report(summary: Mapping[str, Any], evaluations: Sequence[EvaluationRec
 
 def write_plot(run: Run, evaluations: Sequence[EvaluationRecord]) -> Path:
     """Share of full-score and zero-score episodes per evaluation, with Wilson intervals, over demo decisions seen."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot("the sft agent's plot", "lm")
     figure, axis = plt.subplots(figsize=(6, 3.5))
     x = [e.examples_seen for e in evaluations]
     for score, label, colour in (

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_gym.runs import Run, find_run_dir
+from llm_gym.training.curves import read_events
 
 CURVE_TAGS = (
     ("charts/episodic_return", "episodic return"),
@@ -64,10 +65,7 @@ def learning_curve(tb_dir: Path) -> tuple[list[tuple[float, float]], str | None,
     it measures, and the first and last event times of the run's TensorBoard events."""
     if not tb_dir.is_dir():
         return [], None, None, None
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    accumulator = EventAccumulator(str(tb_dir), size_guidance={"scalars": 0})
-    accumulator.Reload()
+    accumulator = read_events(tb_dir)
     tags = accumulator.Tags().get("scalars", [])
     if not tags:
         return [], None, None, None

@@ -9,8 +9,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.table import Column, Table
+
 from llm_gym.learning_demo.agreement import Position, Positions
 from llm_gym.learning_demo.pipeline import Arm, LearningDemoResult
+from llm_gym.training.curves import pyplot
 
 PLOT_FILE = "learning_demo.png"
 _ASIDE = re.compile(r"\s*\([^()]*\)")
@@ -31,8 +35,6 @@ def arm_row(arm: Arm) -> list[str]:
 
 def summary_text(result: LearningDemoResult) -> str:
     """The table and the lines under it, as plain text (what ``make demo`` ends with)."""
-    from rich.table import Table
-
     config = result.config
     table = Table(
         "greedy play", "games won", "95% CI (Wilson)", "mean return ± 95% CI",
@@ -76,8 +78,6 @@ def run_lines(result: Any, checkpoint_hint: str) -> list[str]:
 
 def render_table(table: Any, width: int) -> str:
     """A rich table as plain text, ``width`` columns wide."""
-    from rich.console import Console
-
     console = Console(file=io.StringIO(), width=width, color_system=None)
     console.print(table)
     return console.file.getvalue().rstrip()
@@ -131,8 +131,6 @@ def _agreement_lines(result: LearningDemoResult) -> list[str]:
     unreached = result.unreached if result.unreached is not None else Positions()
     lines = []
     if len(positions) + len(unreached) <= POSITION_ROWS:
-        from rich.table import Column, Table
-
         labels = [a.label.split(":")[0] for a in result.agreements]
         title = f"greedy answer in each position the demonstrator met in the {result.after.n} held-out games"
         if len(unreached):
@@ -183,11 +181,7 @@ def _marked(position: Position, answer: int) -> str:
 def write_plot(result: LearningDemoResult) -> Path:
     """Games won (Wilson 95% intervals) and mean return (95% t intervals) of every row, side by side, as a PNG in
     the run directory; returns its path."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot("the learning demo's plot", "lm")
     arms = [result.before, result.after, *result.references]
     colours = ["tab:red", "tab:green"] + ["tab:gray"] * len(result.references)
     labels = [arm.label.replace(": ", ":\n").replace(" (", "\n(") for arm in arms]

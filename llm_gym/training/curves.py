@@ -54,16 +54,24 @@ def expand_runs(paths: Sequence[Path]) -> list[Path]:
     return out
 
 
+def read_events(tb: Path) -> Any:
+    """The TensorBoard events in ``tb``, every scalar kept, as an ``EventAccumulator`` (``.Tags()``, ``.Scalars(tag)``)."""
+    # tensorboard's event reader takes about 0.15 s to import: `llm-gym plot` and the bench's rendering pay it, the
+    # CLI's other commands (whose import loads this module) do not.
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    accumulator = EventAccumulator(str(tb), size_guidance={"scalars": 0})
+    accumulator.Reload()
+    return accumulator
+
+
 def read_scalars(run: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """``{tag: (steps, values)}`` of every scalar in ``<run>/tb`` (the events of a resumed run as TensorBoard shows
     them: what a kill made stale is purged)."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
     tb = run / "tb"
     if not tb.is_dir():
         raise ConfigError(f"{run} has no TensorBoard scalars ({tb} is missing)")
-    accumulator = EventAccumulator(str(tb), size_guidance={"scalars": 0})
-    accumulator.Reload()
+    accumulator = read_events(tb)
     out = {}
     for tag in accumulator.Tags().get("scalars", []):
         events = accumulator.Scalars(tag)
@@ -141,18 +149,26 @@ def mean_band(group: Sequence[Curve]) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return steps, np.array([m for m, _ in stats]), np.array([0.0 if math.isnan(h) else h for _, h in stats])
 
 
-def plot(
-    runs: Sequence[Path], metrics: Sequence[str], out: Path, smoothing: int = 1, title: str | None = None
-) -> Mapping[str, int]:
-    """Draw ``metrics`` (one panel each) of ``runs`` into the PNG ``out``: per group of seeds its mean and 95% CI
-    band. Returns ``{metric: curves drawn}``."""
+def pyplot(what: str, extra: str) -> Any:
+    """matplotlib's ``pyplot`` drawing into files only (the Agg backend: no display needed), for every plot the
+    package writes; without matplotlib, a :class:`MissingDependencyError` saying that ``what`` needs ``extra``."""
+    # matplotlib is optional (the lm and bench extras) and pyplot takes about 0.25 s to import: loaded when drawing.
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise MissingDependencyError("llm-gym plot", "bench") from exc
+        raise MissingDependencyError(what, extra) from exc
+    return plt
+
+
+def plot(
+    runs: Sequence[Path], metrics: Sequence[str], out: Path, smoothing: int = 1, title: str | None = None
+) -> Mapping[str, int]:
+    """Draw ``metrics`` (one panel each) of ``runs`` into the PNG ``out``: per group of seeds its mean and 95% CI
+    band. Returns ``{metric: curves drawn}``."""
+    plt = pyplot("llm-gym plot", "bench")
     groups = group_runs(runs)
     figure, axes = plt.subplots(len(metrics), 1, figsize=(8, 3.2 * len(metrics)), squeeze=False)
     drawn: dict[str, int] = {}

@@ -8,24 +8,20 @@ from pathlib import Path
 from llm_gym.bench.render.tables import FAMILY_NAMES
 from llm_gym.bench.suite import HELDOUT
 from llm_gym.bench.summary import Leaderboard
+from llm_gym.training.curves import pyplot
 
 
 def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    matplotlib.rcParams["svg.hashsalt"] = "llm-gym-leaderboard"
-    matplotlib.rcParams["svg.fonttype"] = "none"  # text stays text: smaller files, searchable
-    import matplotlib.pyplot as plt
-
+    plt = pyplot("the leaderboard's plots", "bench")
+    plt.rcParams["svg.hashsalt"] = "llm-gym-leaderboard"
+    plt.rcParams["svg.fonttype"] = "none"  # text stays text: smaller files, searchable
     return plt
 
 
 def _save(fig, path: Path) -> Path:
     fig.savefig(path, format="svg", bbox_inches="tight", metadata={"Date": None})
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)  # pyplot keeps every figure it made until closed: a leaderboard makes dozens
+    # pyplot keeps every figure it made until closed: a leaderboard makes dozens
+    pyplot("the leaderboard's plots", "bench").close(fig)
     return path
 
 
