@@ -14,6 +14,7 @@ from typing import Any
 
 import llm_gym
 from llm_gym.agent import Agent, EnvConfig, Policy
+from llm_gym.agents.ppo_lora import export
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.callbacks import Callback
 from llm_gym.envs.tasks import TaskSampler
@@ -32,19 +33,19 @@ class PPOLoRAAgent(Agent):
         self, env: EnvConfig, run: Run, callbacks: Sequence[Callback] = (), sampler: TaskSampler | None = None
     ) -> dict[str, Any]:
         """See :meth:`llm_gym.Agent.train`; ``sampler`` (optional) picks each training episode's reset options."""
-        from llm_gym.agents.ppo_lora.train import train
+        from llm_gym.agents.ppo_lora.train import train  # transformers and peft: not for `llm-gym agents`
 
         return train(self.config, env, run, callbacks, agent=self.name, sampler=sampler)
 
     def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
         """Greedy actions of the adapter in ``checkpoint`` (merged into the base weights), or of the base model."""
-        from llm_gym.agents.ppo_lora.policy import checkpoint_policy
+        from llm_gym.agents.ppo_lora.policy import checkpoint_policy  # transformers and peft, as train
 
         return checkpoint_policy(self.config, env, checkpoint)
 
     def resume_only_files(self) -> tuple[str, ...]:
         """``training.pt``: the optimiser, scheduler, RNG states and counters."""
-        from llm_gym.agents.ppo_lora.checkpoint import TRAINING_FILE
+        from llm_gym.agents.ppo_lora.checkpoint import TRAINING_FILE  # beside the model code (transformers)
 
         return (TRAINING_FILE,)
 
@@ -57,6 +58,4 @@ def register_agents(register) -> None:
 @llm_gym.hookimpl
 def register_commands(app) -> None:
     """``llm-gym export``: a checkpoint's adapter merged into the base model, or copied as is."""
-    from llm_gym.agents.ppo_lora import export
-
     export.register(app)

@@ -25,10 +25,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from llm_gym.agent import EnvConfig
 from llm_gym.envs.protocol import legal_choices
 from llm_gym.errors import CheckpointError
+from llm_gym.lm.scoring import categorical_logprobs
+from llm_gym.stepping import EnvStepper, make_vector_env
 
 ACTION_BIAS_FILE = "action_bias.json"
 CALIBRATION_SEED_OFFSET = 20_000
@@ -89,11 +92,8 @@ def calibration_rows(
     """``states`` states of ``env`` reached by random legal play (``CALIBRATION_ENVS`` envs, seeds ``seed`` + i), each
     with its legal action names and the log-probabilities ``ac``'s policy gives them without offsets. The envs play
     the env's own task: a curriculum's sampler is not consulted (it would move its state)."""
-    import torch
-
+    # The acting path loads transformers and peft (seconds); this module loads with `llm-gym export`, in every CLI run.
     from llm_gym.agents.ppo_lora.acting import rules_of, turns_of
-    from llm_gym.lm.scoring import categorical_logprobs
-    from llm_gym.stepping import EnvStepper, make_vector_env
 
     envs = min(CALIBRATION_ENVS, states)
     stepper = EnvStepper(make_vector_env(env, envs, text_actions=False, max_episode_steps=max_episode_steps), seed=seed)

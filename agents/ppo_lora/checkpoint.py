@@ -16,6 +16,7 @@ killed at any moment resumes from its newest complete one.
 from __future__ import annotations
 
 import pickle
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ import torch
 
 from llm_gym.agents.ppo_lora.model import ADAPTER_DIR, ActorCritic
 from llm_gym.errors import CheckpointError
+from llm_gym.runs import Run
 from llm_gym.training import loop as training
 
 TRAINING_FILE = "training.pt"
@@ -91,8 +93,6 @@ def load_checkpoint(
 
 def init_checkpoint(path: str) -> Path:
     """The checkpoint ``init_adapter`` names (a run directory gives its newest), checked to hold an adapter."""
-    from llm_gym.runs import Run
-
     if not Path(path).exists():
         raise CheckpointError(
             f"init_adapter {path} does not exist (give an sft or ppo_lora checkpoint or run directory)"
@@ -117,8 +117,6 @@ REFERENCE_DIR = "reference_adapter"
 def reference_adapter(run_path: Path, init_adapter: str, resumed: bool) -> Path:
     """The warm start's adapter as the run's own copy: made at the first start (written whole, then renamed), so a
     resumed run reads what it started from even after the warm start's run has moved, gone on training or gone."""
-    import shutil
-
     copy = Path(run_path) / REFERENCE_DIR
     if copy.is_dir():
         return copy

@@ -22,6 +22,9 @@ from llm_gym.agents.ppo_lora.action_head import ACTION_HEAD_FILE
 from llm_gym.agents.ppo_lora.calibration import ACTION_BIAS_FILE
 from llm_gym.commands import cli_errors, console
 from llm_gym.errors import CheckpointError, ConfigError
+from llm_gym.lm.models import load_causal_lm
+from llm_gym.lm.runtime import quiet_peft
+from llm_gym.runs import Run
 
 
 @cli_errors
@@ -36,8 +39,6 @@ def export(
     ] = "float32",
 ) -> None:
     """Write a LoRA checkpoint's model to OUT: merged into the base model (default) or as the adapter alone."""
-    from llm_gym.runs import Run
-
     if out.exists():
         raise ConfigError(f"{out} already exists; pass a new --out directory")
     run, source = Run.resolve_checkpoint(checkpoint)
@@ -48,10 +49,7 @@ def export(
     tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         if merge:
-            from peft import PeftModel
-
-            from llm_gym.lm.models import load_causal_lm
-            from llm_gym.lm.runtime import quiet_peft
+            from peft import PeftModel  # the lm extra's; this module loads in every CLI run (register_commands)
 
             saved = run.read_config()["config"]
             base_name = (

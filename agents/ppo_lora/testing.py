@@ -3,6 +3,7 @@ trains a config into a fresh run directory (the way ``llm-gym train`` does). Tes
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +47,6 @@ def train(run_dir: Path, env: str | EnvConfig, config: PPOLoRAConfig) -> tuple[d
 def resume_as_if_killed(run_dir: Path, dest: Path, keep: str, env: str | EnvConfig, config: PPOLoRAConfig) -> dict:
     """Copy ``run_dir`` to ``dest`` as if the run had been killed right after its checkpoint ``keep`` (the later
     checkpoints and the summary removed), then ``--resume`` it to the end; returns the resumed run's summary."""
-    import shutil
-
     env = env if isinstance(env, EnvConfig) else EnvConfig(env)
     shutil.copytree(run_dir, dest)
     step = int(keep.split("_")[1])

@@ -32,14 +32,14 @@ class ReflectionAgent(Agent):
     config: ReflectionConfig
 
     def train(self, env: EnvConfig, run: Run, callbacks: Sequence[Callback] = ()) -> dict[str, Any]:
-        from llm_gym.agents.reflection.train import train
+        from llm_gym.agents.reflection.train import train  # transformers and peft: not for `llm-gym agents`
 
         return train(self.config, env, run, callbacks, agent=self.name)
 
     def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
         """Greedy actions of the model after the checkpoint's iteration (LoRA merged), or of the base model; with
         the earlier turns its run trained with (``history=K``) unless ``env`` gives its own."""
-        from llm_gym.agents.reflection.model import ReflectionModel
+        from llm_gym.agents.reflection.model import ReflectionModel  # transformers and peft, as train
 
         configure_threads(self.config.threads)
         model = ReflectionModel(self.config, Path(checkpoint) if checkpoint else None)

@@ -11,16 +11,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from peft import LoraConfig, PeftModel, get_peft_model
+
 from llm_gym.agents.reflection.config import ReflectionConfig
 from llm_gym.errors import ConfigError
 from llm_gym.lm.adapter_compute import AdapterCompute
 from llm_gym.lm.adapter_files import save_adapter
 from llm_gym.lm.backends import LMBackend
+from llm_gym.lm.backends.hf import HFBackend
 from llm_gym.lm.finetune import Encoded, Example, answer_only_labels
 from llm_gym.lm.models import load_causal_lm
 from llm_gym.lm.prompts import PromptBuilder
 from llm_gym.lm.runtime import default_device, quiet_peft
+from llm_gym.lm.vision.backend import VisionBackend
 from llm_gym.lm.vision.models import is_vision_model, load_vision_lm
+from llm_gym.lm.vision.prompts import VisionPromptBuilder
 
 ADAPTER_DIR, MODEL_DIR = "adapter", "model"
 
@@ -63,8 +68,6 @@ class ReflectionModel:
         self.adapter_compute = AdapterCompute(self.model, base_weight.dtype, base_weight.device, mode)
 
     def _lora(self, base: Any, checkpoint: Path | None) -> Any:
-        from peft import LoraConfig, PeftModel, get_peft_model
-
         if checkpoint is not None:
             return PeftModel.from_pretrained(base, str(checkpoint / ADAPTER_DIR), is_trainable=True)
         lora = LoraConfig(
@@ -83,11 +86,7 @@ class ReflectionModel:
     def backend(self) -> LMBackend:
         """A backend over the model as it is now (make a new one after every fine-tune: prefix caches go stale)."""
         if self.vision:
-            from llm_gym.lm.vision.backend import VisionBackend
-
             return VisionBackend.from_model(self.model, self.processor, batch_size=self.config.batch_size)
-        from llm_gym.lm.backends.hf import HFBackend
-
         return HFBackend.from_model(
             self.model, self.tokenizer, batch_size=self.config.batch_size, compute=self.adapter_compute
         )
@@ -95,8 +94,6 @@ class ReflectionModel:
     def _builder(self, instructions: str) -> Any:
         if instructions not in self._builders:
             if self.vision:
-                from llm_gym.lm.vision.prompts import VisionPromptBuilder
-
                 self._builders[instructions] = VisionPromptBuilder(self.processor, instructions)
             else:
                 self._builders[instructions] = PromptBuilder(self.tokenizer, instructions)

@@ -33,19 +33,19 @@ class SFTAgent(Agent):
     config: SFTConfig
 
     def train(self, env: EnvConfig, run: Run, callbacks: Sequence[Callback] = ()) -> dict[str, Any]:
-        from llm_gym.agents.sft.train import train
+        from llm_gym.agents.sft.train import train  # transformers and peft: not for `llm-gym agents`
 
         return train(self.config, env, run, callbacks, agent=self.name)
 
     def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
         """Greedy actions of the adapter in ``checkpoint`` (merged into the base weights), or of the base model."""
-        from llm_gym.agents.ppo_lora.policy import checkpoint_policy
+        from llm_gym.agents.ppo_lora.policy import checkpoint_policy  # transformers and peft, as train
 
         return checkpoint_policy(self.config.as_ppo_lora(), env, checkpoint)
 
     def resume_only_files(self) -> tuple[str, ...]:
         """``sft_training.pt``: the optimiser, scheduler, RNG states and the epoch's position."""
-        from llm_gym.agents.sft.train import STATE_FILE
+        from llm_gym.agents.sft.train import STATE_FILE  # beside the loop (transformers)
 
         return (STATE_FILE,)
 

@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import transformers
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
 
 FORMAT = "1"
 """Part of the key: bump it when what a file holds, or how the pass batches, changes."""
@@ -43,8 +46,6 @@ def bottom_fingerprint(ac: Any) -> str:
     """A hash of everything the frozen layers' output depends on besides the rows: the embeddings, the layers below
     the split and the rotary embedding (their weights, buffers and any LoRA on them, by name, shape and dtype), the
     cached system prompt, the device and the library versions."""
-    import transformers
-
     decoder = ac.split.decoder
     digest = hashlib.sha256()
     modules = [("embed_tokens", decoder.embed_tokens), ("rotary_emb", decoder.rotary_emb)]
@@ -92,9 +93,6 @@ def load_or_compute(
 
 
 def _read(path: Path, lengths: Sequence[int]) -> list[torch.Tensor] | None:
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
     try:
         data = load_file(str(path))
         stored = [int(n) for n in data["lengths"].tolist()]
@@ -107,8 +105,6 @@ def _read(path: Path, lengths: Sequence[int]) -> list[torch.Tensor] | None:
 
 
 def _write(path: Path, hidden: Sequence[torch.Tensor]) -> None:
-    from safetensors.torch import save_file
-
     path.parent.mkdir(parents=True, exist_ok=True)
     lengths = torch.tensor([h.shape[0] for h in hidden], dtype=torch.int64)
     tensors = {"hidden": torch.cat([h.detach().cpu() for h in hidden]).contiguous(), "lengths": lengths}
