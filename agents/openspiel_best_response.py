@@ -97,8 +97,8 @@ class BestResponsePolicy:
     def _response(self, game_string: str, seat: int) -> tuple[Any, Any]:
         key = (game_string, seat)
         if key not in self._responses:
-            from open_spiel.python import policy as openspiel_policy
-            from open_spiel.python.algorithms.best_response import BestResponsePolicy as OpenSpielBestResponse
+            # open_spiel's Python algorithms: not for the CLI, which loads this plugin on every run
+            from llm_gym.envs.openspiel.algorithms import best_response_to_uniform
 
             game = pyspiel_module().load_game(game_string)
             name = game.get_type().short_name
@@ -109,8 +109,7 @@ class BestResponsePolicy:
                     f"{name} has over {self.config.max_states:,} states: too large for an exact best response; "
                     f"use --agent mcts (or raise --set max_states=...)"
                 )
-            uniform = openspiel_policy.UniformRandomPolicy(game)
-            self._responses[key] = (game, OpenSpielBestResponse(game, seat, uniform))
+            self._responses[key] = (game, best_response_to_uniform(game, seat))
         return self._responses[key]
 
 

@@ -181,12 +181,11 @@ def estimated_tree_size(game: Any, probes: int = SIZE_PROBES, stop_above: float 
 def best_response_return(tree: GameTree) -> float:
     """The best response's expected return against the uniformly random opponent, seats weighted as the env draws
     them (open_spiel's ``BestResponsePolicy``)."""
-    from open_spiel.python import policy as os_policy
-    from open_spiel.python.algorithms.best_response import BestResponsePolicy
+    # open_spiel's Python algorithms: loaded when an exact value is computed, not by the CLI that imports this module
+    from llm_gym.envs.openspiel.algorithms import best_response_to_uniform
 
-    uniform = os_policy.UniformRandomPolicy(tree.game)
     root = tree.game.new_initial_state()
-    return sum(p * BestResponsePolicy(tree.game, seat, uniform).value(root) for seat, p in tree.seats())
+    return sum(p * best_response_to_uniform(tree.game, seat).value(root) for seat, p in tree.seats())
 
 
 class _Walker:
@@ -312,17 +311,10 @@ class _Walker:
     def exploitability(self) -> tuple[float, float]:
         """(exploitability, NashConv) of the policy's table over the information states it reaches (rows it never
         reaches keep open_spiel's uniform default: no opponent can lead it there)."""
-        from open_spiel.python import policy as os_policy
-        from open_spiel.python.algorithms import exploitability
+        from llm_gym.envs.openspiel.algorithms import exploitability_of  # open_spiel's Python side, as above
 
-        table = os_policy.TabularPolicy(self.tree.game)
-        for key, (_, distribution) in self.info_states.items():
-            row = table.policy_for_key(key)
-            row[:] = 0.0
-            for action, p in distribution.items():
-                row[action] = p
-        return float(exploitability.exploitability(self.tree.game, table)), float(
-            exploitability.nash_conv(self.tree.game, table)
+        return exploitability_of(
+            self.tree.game, {key: distribution for key, (_, distribution) in self.info_states.items()}
         )
 
 

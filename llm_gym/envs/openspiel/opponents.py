@@ -109,7 +109,7 @@ class MCTSOpponent:
     """
 
     def __init__(self, game: Any, spec: GameSpec, config: MCTSConfig, seed: int) -> None:
-        from open_spiel.python.algorithms import mcts
+        from open_spiel.python.algorithms import mcts  # open_spiel's Python side: only when an MCTS bot plays
 
         pyspiel = pyspiel_module()
         game_type = game.get_type()
