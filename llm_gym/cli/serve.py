@@ -28,9 +28,7 @@ def serve(
     """Serve ENV over OpenEnv's protocol: one env per session, reset with seed and task_id, answers parsed as
     llm-gym's LM agents' are. Connect with openenv-core's EnvClient at ws://HOST:PORT/ws; Ctrl-C stops."""
     try:
-        from llm_gym.serve.app import ServerLimits
-        from llm_gym.serve.app import serve as run_server
-        from llm_gym.serve.environment import ServeSpec
+        from llm_gym.serve import app as server  # the serve extra (openenv-core, FastAPI, uvicorn)
     except ImportError as exc:
         raise MissingDependencyError("llm-gym serve", "serve") from exc
 
@@ -38,10 +36,10 @@ def serve(
         raise ConfigError(f"--log-level {log_level!r}: use critical, error, warning, info, debug or trace")
     kwargs = parse_env_args(env_args)
     TextEpisode(env, kwargs).close()  # an unknown id or argument fails here, once, with close matches
-    spec = ServeSpec(env, kwargs, max_action_chars=max_action_chars)
-    limits = ServerLimits(max_sessions, session_timeout or None, max_message_bytes)
+    spec = server.ServeSpec(env, kwargs, max_action_chars=max_action_chars)
+    limits = server.ServerLimits(max_sessions, session_timeout or None, max_message_bytes)
     try:
-        run_server(spec, limits, host, port, log_level)
+        server.serve(spec, limits, host, port, log_level)
     except OSError as exc:
         raise ConfigError(f"cannot listen on {host}:{port} ({exc.strerror or exc}); pick another --port") from exc
 

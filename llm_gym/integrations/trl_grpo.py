@@ -60,7 +60,7 @@ def decision_dataset(
 
     A row whose episode ends within the lead-in is left out (its position has no decision to make).
     """
-    from datasets import Dataset
+    from datasets import Dataset  # the trl extra's: EpisodeReward and Decision work without it
 
     kwargs = dict(env_kwargs or {})
     episode = TextEpisode(env_id, kwargs)

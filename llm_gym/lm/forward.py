@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from transformers import DynamicCache
 
 from llm_gym.lm.cache_arg import output_cache, with_cache
 from llm_gym.lm.packing import PackedBatch
@@ -45,8 +46,6 @@ class PrefixCache:
     def expand(self, batch: int) -> Any:
         """A fresh ``DynamicCache`` holding this prefix for ``batch`` rows (views: nothing is copied here, and the
         forward pass that appends to it never touches these tensors)."""
-        from transformers import DynamicCache
-
         return DynamicCache(
             ddp_cache_data=[(k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)) for k, v in self.layers]
         )

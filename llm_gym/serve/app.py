@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import uvicorn
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
 from openenv.core.env_server.exceptions import SessionCapacityError
 from openenv.core.env_server.http_server import HTTPEnvServer
@@ -166,7 +167,6 @@ def bind(host: str, port: int) -> socket.socket:
 
 def make_uvicorn(app: FastAPI, limits: ServerLimits, log_level: str = "warning") -> Any:
     """A uvicorn server for ``app`` with the message cap; it stops on SIGINT/SIGTERM within a few seconds."""
-    import uvicorn
 
     class Server(uvicorn.Server):
         # uvicorn raises the stopping signal again once it has shut down (so a SIGINT ends in KeyboardInterrupt);

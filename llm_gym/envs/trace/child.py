@@ -14,12 +14,15 @@ The exit code tells the supervisor what happened; program exits with other codes
 
 from __future__ import annotations
 
+import atexit
 import builtins
 import contextlib
 import errno
 import io
+import json
 import marshal
 import os
+import random
 import sys
 import traceback
 from types import CodeType
@@ -148,8 +151,6 @@ def _classify(exc: BaseException) -> int:
 
 def execute(code: CodeType, workdir: str, guard: Guard | None) -> int:
     """Run ``code`` as ``__main__`` in this (already confined) process; returns the exit code to use."""
-    import random
-
     random.seed(0)
     if guard is not None:
         guard.arm(workdir)
@@ -171,8 +172,6 @@ def execute(code: CodeType, workdir: str, guard: Guard | None) -> int:
         except MemoryError:
             return EXIT_MEMORY
     try:
-        import atexit
-
         atexit._run_exitfuncs()
         if "threading" in sys.modules:
             sys.modules["threading"]._shutdown()  # type: ignore[attr-defined]  # join threads, as at interpreter exit
@@ -245,8 +244,6 @@ def _close_fds_above(keep: int) -> None:
 
 def main() -> None:
     """Script entry of the fresh-interpreter baseline: read the request from the fd in argv[1] and run it."""
-    import json
-
     fd = int(sys.argv[1])
     with os.fdopen(fd, "rb") as f:
         request = json.loads(f.read())
