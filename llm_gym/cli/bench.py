@@ -94,12 +94,12 @@ def bench(
             )
         index = None
         if leaderboard or render_only:
-            from llm_gym.bench.render import render_leaderboard
+            from llm_gym.bench.render import render_leaderboard  # scipy (the bench extra)
 
             index = render_leaderboard(store, chosen.name, out)
         readme_changed = None
         if readme is not None and spec is not None:
-            from llm_gym.bench.readme import table_from_store, write_into_readme
+            from llm_gym.bench.readme import table_from_store, write_into_readme  # scipy (the bench extra)
 
             readme_changed = write_into_readme(readme, table_from_store(store, spec))
         stored = store.count()
@@ -161,7 +161,7 @@ def bench(
 
 def _readme_spec(readme: Path, suite: str) -> Any:
     """The README table's spec, for this suite, and a README with the markers to write between."""
-    from llm_gym.bench.readme import load_spec, readme_block
+    from llm_gym.bench.readme import load_spec, readme_block  # scipy (the bench extra)
 
     spec = load_spec()
     if spec.suite != suite:

@@ -46,7 +46,7 @@ def _ale_to_bytes(state: Any) -> bytes:
 
 
 def _ale_from_bytes(data: bytes) -> Any:
-    from ale_py import ALEState
+    from ale_py import ALEState  # `import llm_gym` loads this module; ALE waits for an Atari state
 
     return ALEState(data)
 

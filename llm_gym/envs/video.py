@@ -28,7 +28,7 @@ class VideoWriter:
             return
         try:
             if self._writer is None:
-                import imageio.v2 as imageio
+                import imageio.v2 as imageio  # `import llm_gym` loads this module; imageio waits for a first frame
 
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 # macro_block_size=1 keeps odd frame sizes (160 x 210) instead of resizing them with a warning.

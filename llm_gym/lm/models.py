@@ -104,7 +104,7 @@ def _converted(gguf: Path) -> Path:
     target = model_cache_dir() / f"{gguf.stem}-{_fingerprint(gguf)}"
     if (target / "config.json").is_file():
         return target
-    import torch
+    import torch  # llm_gym.lm loads with the CLI and must not load torch or transformers: they wait for a model
 
     _require("gguf", "reading the default model's GGUF file", "lm")
     logging.getLogger(__name__).warning("converting %s to safetensors in %s (once)", gguf.name, target)
@@ -117,7 +117,7 @@ def _converted(gguf: Path) -> Path:
 
 
 def _convert(gguf: Path, target: Path) -> None:
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer  # the lm extra, as torch above
 
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     _special_tokens_from_gguf(tokenizer, gguf)
@@ -154,7 +154,7 @@ def _special_tokens_from_gguf(tokenizer: Any, gguf: Path) -> None:
     they read them: 5.17 makes ``<|im_start|>`` (id 1) the EOS of the default model, whose file says ``<|im_end|>``
     (id 2; 5.23 agrees). The EOS decides where an answer ends, and an adapter learns that id: one trained on a
     machine with the other conversion ended its answers with id 1, which here starts a new turn."""
-    from gguf import GGUFReader
+    from gguf import GGUFReader  # the lm extra
 
     fields = GGUFReader(gguf).fields
     for key, attribute in (("bos", "bos_token"), ("eos", "eos_token"), ("padding", "pad_token")):
@@ -182,7 +182,7 @@ def _require(module: str, what: str, extra: str) -> None:
 
 def resolve_dtype(dtype: DType, device: str = "cpu") -> torch.dtype:
     """``auto``: bfloat16 where the hardware has fast bf16 matmuls (CPU AMX/AVX512-BF16, CUDA sm80+), else float32."""
-    import torch
+    import torch  # not at import time (see _converted)
 
     if dtype != "auto":
         return getattr(torch, dtype)
@@ -213,7 +213,7 @@ def load_tokenizer(name: str = DEFAULT_MODEL) -> Any:
     """The tokenizer of ``name`` (resolved as in :func:`load_causal_lm`)."""
     source = resolve_model(name)
     _require("transformers", "the LM runtime", "lm")
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # the lm extra, checked above
 
     _quiet_transformers()
 
@@ -234,7 +234,7 @@ def load_causal_lm(name: str = DEFAULT_MODEL, *, dtype: DType = "auto", device: 
         MissingDependencyError: transformers (the ``lm`` extra) is not installed.
     """
     _require("transformers", "the LM runtime", "lm")
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM  # the lm extra, checked above
 
     tokenizer = load_tokenizer(name)
     source = resolve_model(name)

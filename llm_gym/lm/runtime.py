@@ -34,7 +34,7 @@ def configure_threads(threads: int = 0) -> int:
 
     Inter-op threads stay at 1: the runtime issues one op at a time, and a second pool only competes for cores.
     """
-    import torch
+    import torch  # this module loads with llm_gym.lm (the CLI), which must not load torch
 
     count = threads if threads > 0 else available_cores()
     torch.set_num_threads(count)
@@ -45,7 +45,7 @@ def configure_threads(threads: int = 0) -> int:
 
 def default_device() -> str:
     """``cuda`` when a GPU is visible, else ``cpu``."""
-    import torch
+    import torch  # as in configure_threads
 
     return "cuda" if torch.cuda.is_available() else "cpu"
 

@@ -45,7 +45,7 @@ def load_problem(agent: Agent, env: EnvConfig, checkpoint: Path) -> str | None:
     try:
         with loading(checkpoint):
             for path in sorted(checkpoint.rglob("*.pt")):
-                import torch
+                import torch  # `import llm_gym` loads this module and must not load torch
 
                 if not isinstance(torch.load(path, map_location="cpu", weights_only=True), dict):
                     raise ValueError(f"{path.name} holds no table")

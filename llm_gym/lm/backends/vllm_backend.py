@@ -58,7 +58,7 @@ def vllm_available() -> bool:
 
 
 def _device() -> str:
-    import torch
+    import torch  # the backend's module loads with every plugin listing; torch only when a vLLM engine starts
 
     return "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -226,7 +226,7 @@ class VLLMBackend:
         if path is None:
             self.lora_request = None
             return 0
-        from vllm.lora.request import LoRARequest
+        from vllm.lora.request import LoRARequest  # the vllm extra, as in __init__
 
         path = str(path)
         if version is None:
@@ -310,10 +310,10 @@ def _choice_logprob(output: Any, start: int, ids: Sequence[int]) -> float | None
 
 def _stop_ids(tokenizer: Any, source: str) -> set[int]:
     """The hf backend's stop tokens (EOS, generation-config EOS ids, chat end-of-turn markers) for this model."""
-    from llm_gym.lm.generation import stop_token_ids
+    from llm_gym.lm.generation import stop_token_ids  # transformers, as below: only once an engine runs
 
     try:
-        from transformers import GenerationConfig
+        from transformers import GenerationConfig  # the lm extra
 
         generation_config = GenerationConfig.from_pretrained(source)
     except (OSError, ValueError):

@@ -31,7 +31,7 @@ def is_vision_model(name: str) -> bool:
         except (OSError, ValueError):
             return False
     try:
-        from transformers import AutoConfig
+        from transformers import AutoConfig  # the lm extra (a missing one answers False)
 
         config = AutoConfig.from_pretrained(source, local_files_only=not downloads_allowed())
     except (OSError, ValueError, ImportError):
@@ -50,7 +50,7 @@ def load_vision_lm(
             the processor's patch size, which is what fits a CPU; None keeps the processor's own setting.
     """
     _require("transformers", "the LM runtime", "lm")
-    from transformers import AutoModelForImageTextToText, AutoProcessor
+    from transformers import AutoModelForImageTextToText, AutoProcessor  # the lm extra, checked above
 
     _quiet_transformers()
     source = resolve_model(name)
