@@ -201,24 +201,23 @@ def _cpu_has_fast_bf16() -> bool:
     return "amx_bf16" in flags or "avx512_bf16" in flags
 
 
-def _quiet_transformers() -> None:
-    # Loading bars and notices on every load would drown the training progress bar.
-    from transformers.utils import logging as hf_logging
+def quiet_transformers() -> Any:
+    """``transformers`` with its loading bars and notices off: on every load they would drown the training progress
+    bar. Callers check the ``lm`` extra first (:func:`_require`)."""
+    import transformers  # the lm extra, seconds to import: llm_gym.lm loads with the CLI, transformers with a model
 
-    hf_logging.disable_progress_bar()
-    hf_logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.set_verbosity_error()
+    return transformers
 
 
 def load_tokenizer(name: str = DEFAULT_MODEL) -> Any:
     """The tokenizer of ``name`` (resolved as in :func:`load_causal_lm`)."""
     source = resolve_model(name)
     _require("transformers", "the LM runtime", "lm")
-    from transformers import AutoTokenizer  # the lm extra, checked above
-
-    _quiet_transformers()
-
+    transformers = quiet_transformers()
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=not downloads_allowed())
+        tokenizer = transformers.AutoTokenizer.from_pretrained(source, local_files_only=not downloads_allowed())
     except OSError as exc:
         raise _not_found(name) from exc
     if tokenizer.pad_token_id is None:
@@ -234,13 +233,12 @@ def load_causal_lm(name: str = DEFAULT_MODEL, *, dtype: DType = "auto", device: 
         MissingDependencyError: transformers (the ``lm`` extra) is not installed.
     """
     _require("transformers", "the LM runtime", "lm")
-    from transformers import AutoModelForCausalLM  # the lm extra, checked above
-
     tokenizer = load_tokenizer(name)
+    transformers = quiet_transformers()  # as load_tokenizer left it
     source = resolve_model(name)
     torch_dtype = resolve_dtype(dtype, device)
     try:
-        model = AutoModelForCausalLM.from_pretrained(
+        model = transformers.AutoModelForCausalLM.from_pretrained(
             source, dtype=torch_dtype, local_files_only=not downloads_allowed()
         )
     except OSError as exc:

@@ -11,9 +11,9 @@ from llm_gym.lm.models import (
     MODEL_ALIASES,
     DType,
     _not_found,
-    _quiet_transformers,
     _require,
     downloads_allowed,
+    quiet_transformers,
     resolve_dtype,
     resolve_model,
 )
@@ -50,14 +50,12 @@ def load_vision_lm(
             the processor's patch size, which is what fits a CPU; None keeps the processor's own setting.
     """
     _require("transformers", "the LM runtime", "lm")
-    from transformers import AutoModelForImageTextToText, AutoProcessor  # the lm extra, checked above
-
-    _quiet_transformers()
+    transformers = quiet_transformers()
     source = resolve_model(name)
     local = not downloads_allowed()
     try:
-        processor = AutoProcessor.from_pretrained(source, local_files_only=local)
-        model = AutoModelForImageTextToText.from_pretrained(
+        processor = transformers.AutoProcessor.from_pretrained(source, local_files_only=local)
+        model = transformers.AutoModelForImageTextToText.from_pretrained(
             source, dtype=resolve_dtype(dtype, device), local_files_only=local
         )
     except OSError as exc:
