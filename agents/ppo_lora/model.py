@@ -10,12 +10,14 @@ and above it for the reference (never changes).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Literal
 
 import torch
+from peft import LoraConfig, PeftModel, get_peft_model
 from torch import nn
 
 from llm_gym.agents.ppo_lora.action_head import ActionHead, load_action_head, save_action_head
@@ -130,8 +132,6 @@ class ActorCritic:
             self.model.set_adapter(TRAINED_ADAPTER)
 
     def _peft(self, base: Any, config: PPOLoRAConfig, num_layers: int, adapter: Path | None) -> Any:
-        from peft import LoraConfig, PeftModel, get_peft_model
-
         if adapter is not None:
             _check_adapter_layers(adapter, self.split_layer, num_layers)
             return PeftModel.from_pretrained(base, str(adapter), is_trainable=True)
@@ -289,10 +289,6 @@ class ActorCritic:
 def _check_adapter_layers(adapter: Path, split_layer: int, num_layers: int) -> None:
     """An adapter must sit on exactly the layers above the split: below it the layers run once, without gradients,
     and the reference pass would not switch a LoRA there off."""
-    import json
-
-    from llm_gym.errors import ConfigError
-
     layers = json.loads((Path(adapter) / "adapter_config.json").read_text()).get("layers_to_transform")
     have = sorted(layers) if layers is not None else list(range(num_layers))
     want = list(range(split_layer, num_layers))

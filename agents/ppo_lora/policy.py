@@ -10,13 +10,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from peft import PeftModel
+
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.action_head import load_action_head
 from llm_gym.agents.ppo_lora.calibration import load_action_bias
+from llm_gym.agents.ppo_lora.checkpoint import adapter_dir
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
-from llm_gym.agents.ppo_lora.model import VALUE_HEAD_FILE
+from llm_gym.agents.ppo_lora.model import VALUE_HEAD_FILE, resolve_device
+from llm_gym.agents.ppo_lora.tokens import check_tokenizer_record
 from llm_gym.agents.ppo_lora.value_head import ValueHead, load_value_head_file
+from llm_gym.lm.backends.hf import HFBackend
+from llm_gym.lm.models import load_causal_lm
 from llm_gym.lm.policy import LMPolicy
+from llm_gym.lm.prompts import PromptBuilder
+from llm_gym.lm.quantize import check_quantize, quantize_model
+from llm_gym.lm.runtime import configure_threads, quiet_peft
 from llm_gym.runs import played_history
 
 
@@ -25,13 +34,6 @@ def checkpoint_policy(config: PPOLoRAConfig, env: EnvConfig, checkpoint: Path | 
     with the merged decoder's Linear layers int8 where ``config.quantize`` says so. With the checkpoint's value
     head, the policy reports a value estimate per score-mode decision (``act_with_details``, shown in the bench's
     trajectory viewer)."""
-    from llm_gym.agents.ppo_lora.checkpoint import adapter_dir
-    from llm_gym.agents.ppo_lora.model import resolve_device
-    from llm_gym.lm.backends.hf import HFBackend
-    from llm_gym.lm.models import load_causal_lm
-    from llm_gym.lm.quantize import check_quantize, quantize_model
-    from llm_gym.lm.runtime import configure_threads, quiet_peft
-
     configure_threads(config.threads)
     device = "cpu" if config.quantize == "int8" and config.device == "auto" else resolve_device(config.device)
     check_quantize(config.quantize, device=device, dtype=config.dtype)  # before the load: fail in no time
@@ -39,11 +41,6 @@ def checkpoint_policy(config: PPOLoRAConfig, env: EnvConfig, checkpoint: Path | 
     model, tokenizer = load_causal_lm(config.model, dtype=dtype, device=device)
     value_head, action_head, action_bias = None, None, {}
     if checkpoint is not None:
-        from peft import PeftModel
-
-        from llm_gym.agents.ppo_lora.tokens import check_tokenizer_record
-        from llm_gym.lm.prompts import PromptBuilder
-
         adapter = adapter_dir(Path(checkpoint))
         check_tokenizer_record(adapter, tokenizer, PromptBuilder(tokenizer, "").answer_end_ids)
         with quiet_peft():

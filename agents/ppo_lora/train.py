@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from rich.console import Console
 
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
@@ -220,8 +221,6 @@ def finish(s: Session) -> dict[str, Any]:
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
-    from rich.console import Console
-
     console = Console()
     if summary["first_eval_return"] is not None:
         console.print(f"evaluation, before -> after {summary['env_steps']} env steps:")

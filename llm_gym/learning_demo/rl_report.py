@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich.table import Table
+
 from llm_gym.learning_demo.report import arm_row, render_table, run_lines
 from llm_gym.learning_demo.rl import RLDemoResult, ScoredArm
+from llm_gym.training.curves import pyplot
 
 PLOT_FILE = "rl_demo.png"
 
@@ -23,8 +26,6 @@ def _exact_cells(arm: ScoredArm) -> list[str]:
 
 def rl_summary_text(result: RLDemoResult) -> str:
     """The table and the lines under it, as plain text (what ``make demo`` ends with)."""
-    from rich.table import Table
-
     config = result.config
     seeds = config.eval_seeds
     table = Table(
@@ -62,11 +63,7 @@ def rl_summary_text(result: RLDemoResult) -> str:
 def write_rl_plot(result: RLDemoResult) -> Path:
     """Games won (Wilson 95% intervals) of every row, and the greedy policy's exact return during training against
     the best response's and random's, as a PNG in the run directory; returns its path."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot("the learning demo's plot", "lm")
     arms = [result.before, result.after, *result.references]
     colours = ["tab:red", "tab:green"] + ["tab:gray"] * len(result.references)
     labels = [arm.label.replace(": ", ":\n").replace(" (", "\n(") for arm in arms]
