@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from llm_gym.config_checks import number_problems
-from llm_gym.errors import ConfigError, suggest
+from llm_gym.errors import ConfigError, did_you_mean
 
 C = TypeVar("C")
 
@@ -146,7 +146,7 @@ def config_table(config: Any) -> list[tuple[str, str, str, str]]:
             value = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
         else:
             value = getattr(config, f.name)
-        rows.append((f.name, _type_name(hints[f.name]), repr(value), docs.get(f.name, "")))
+        rows.append((f.name, type_name(hints[f.name]), repr(value), docs.get(f.name, "")))
     return rows
 
 
@@ -207,13 +207,12 @@ def apply_overrides(config: C, overrides: Mapping[str, Any], source: str = "--se
         if key in renamed:
             raise ConfigError(f"{source}: {key!r} is now called {renamed[key]!r}; use {renamed[key]}={raw}")
         if key not in names:
-            close = suggest(key, names)
-            hint = f"; did you mean {', '.join(close)}?" if close else "."
+            hint = did_you_mean(key, names) or "."
             raise ConfigError(f"{source}: unknown key {key!r} for {cls.__name__}{hint} Valid keys: {', '.join(names)}")
         try:
             changes[key] = coerce(raw, hints[key])
         except (TypeError, ValueError, OverflowError) as exc:
-            raise ConfigError(f"{source}: {key}={raw!r} is not a valid {_type_name(hints[key])} ({exc})") from exc
+            raise ConfigError(f"{source}: {key}={raw!r} is not a valid {type_name(hints[key])} ({exc})") from exc
         if key in nested:  # another agent's settings: the keys given change, the others stay
             changes[key] = {**getattr(config, key), **changes[key]}
     problems = number_problems(cls, {n: changes[n] if n in changes else getattr(config, n) for n in names})
@@ -307,10 +306,11 @@ def coerce(value: Any, annotation: Any) -> Any:
         return value
     if isinstance(annotation, type) and isinstance(value, annotation):
         return value
-    raise TypeError(f"cannot convert to {_type_name(annotation)}")
+    raise TypeError(f"cannot convert to {type_name(annotation)}")
 
 
-def _type_name(annotation: Any) -> str:
+def type_name(annotation: Any) -> str:
+    """How an error names a field's type: ``int``, ``float | None``, ``Literal['a', 'b']``."""
     if isinstance(annotation, type):
         return annotation.__name__
     return str(annotation).replace("typing.", "")

@@ -66,6 +66,12 @@ class EnvProtocolError(LLMGymError):
     """An env that breaks llm-gym's env contract (:mod:`llm_gym.envs.protocol`); raised by ``check_llm_env``."""
 
 
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``"; did you mean a, b?"`` naming the close matches of ``name`` among ``known`` (:func:`suggest`), or ``""``."""
+    close = suggest(name, known)
+    return f"; did you mean {', '.join(close)}?" if close else ""
+
+
 def suggest(name: str, known: Iterable[str], n: int = 3) -> list[str]:
     """Close matches of ``name`` among ``known``: case-insensitive, then by substring."""
     known = list(known)

@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llm_gym.config import apply_overrides, coerce
-from llm_gym.errors import ConfigError, suggest
+from llm_gym.config import apply_overrides, coerce, type_name
+from llm_gym.errors import ConfigError, did_you_mean
 
 MAX_RUNS = 10_000
 """Most runs (cells x seeds) one sweep plans: more is a typo (``0-100000000``), refused before any list is built."""
@@ -75,8 +75,7 @@ def parse_grid(items: Sequence[str], config_cls: type) -> dict[str, list[Any]]:
         if key in RESERVED:
             raise ConfigError(f"--grid {key}: {RESERVED[key]}")
         if key not in names:
-            close = suggest(key, names)
-            hint = f"; did you mean {', '.join(close)}?" if close else "; see `llm-gym agents` for the fields"
+            hint = did_you_mean(key, names) or "; see `llm-gym agents` for the fields"
             raise ConfigError(f"--grid: unknown key {key!r} for {config_cls.__name__}{hint}")
         if key in grid:
             raise ConfigError(f"--grid {key} is given twice; put all its values in one --grid {key}=a,b,c")
@@ -86,7 +85,7 @@ def parse_grid(items: Sequence[str], config_cls: type) -> dict[str, list[Any]]:
             try:
                 values.append(coerce(value, hints[key]))
             except (TypeError, ValueError) as exc:
-                raise ConfigError(f"--grid {key}={value!r} is not a valid {_type_name(hints[key])} ({exc})") from exc
+                raise ConfigError(f"--grid {key}={value!r} is not a valid {type_name(hints[key])} ({exc})") from exc
         shown = [json.dumps(v, default=str) for v in values]
         if len(set(shown)) != len(shown):
             raise ConfigError(f"--grid {key} repeats a value: {raw.strip()}")
@@ -107,10 +106,6 @@ def _split(key: str, raw: str) -> list[Any]:
     if not values or any(v == "" for v in values):
         raise ConfigError(f"--grid {key} needs values: --grid {key}=a,b,c, got {raw!r}")
     return values
-
-
-def _type_name(annotation: Any) -> str:
-    return annotation.__name__ if isinstance(annotation, type) else str(annotation).replace("typing.", "")
 
 
 def parse_seeds(text: str) -> list[int]:
