@@ -1,5 +1,6 @@
-"""The ``ppo_lora`` agent: PPO on a causal LM with LoRA adapters (peft) and a value head, acting in score mode
-(a categorical over the legal actions' likelihoods) or generate mode (sampled answers, parsed).
+"""The ``ppo_lora`` agent: PPO on a causal LM with LoRA adapters (peft), with group-relative advantages (the default)
+or a value head, acting in score mode (a categorical over the legal actions' likelihoods) or generate mode (sampled
+answers, parsed).
 
 Modules: ``config`` (the frozen config), ``model`` (LoRA, value head, split forward, reference), ``rollout``
 (batched decisions), ``update`` (the PPO step), ``checkpoint`` (what --resume needs), ``policy`` (acting from a live model or a checkpoint), ``train`` (the loop), ``export`` (the ``llm-gym export``
@@ -23,7 +24,7 @@ from llm_gym.runs import Run
 
 class PPOLoRAAgent(Agent):
     name = "ppo_lora"
-    description = "PPO on a language model with LoRA and a value head (score or generate mode); the reference KL keeps it near the policy it started from."
+    description = "PPO on a language model with LoRA: group-relative advantages (or a value head: advantage=gae), score or generate mode; the reference KL keeps it near the policy it started from."
     Config = PPOLoRAConfig
     fixed_on_resume = ("model", "trainable_layers", "lora_rank", "lora_alpha", "lora_targets", "num_envs")
 
