@@ -60,11 +60,14 @@ class AgentConfig:
     ``checkpoint_every`` / ``keep_checkpoints``, ``threads`` (torch threads), ``device``, ``progress``. A number
     that switches something off is 0 ("0: off"), never None. A field that was renamed is listed in ``renamed``
     (old name -> new name): ``--set old=...`` then fails with one line naming the new name, and a run saved under
-    the old name still loads.
+    the old name still loads. A field whose default changed after runs were saved without it is listed in
+    ``saved_defaults`` (name -> the value those runs trained with), so they load as they trained.
     """
 
     renamed: ClassVar[Mapping[str, str]] = {}
     """Old field name -> its current name."""
+    saved_defaults: ClassVar[Mapping[str, Any]] = {}
+    """Field -> the value a saved config that lacks it trained with (read by :func:`llm_gym.config.from_dict`)."""
     first_fields: ClassVar[tuple[str, ...]] = ()
     """The fields a user changes first, in order: ``llm-gym agents NAME`` shows them (the rest with ``--all``).
     Empty: those of :data:`llm_gym.config.FIRST_FIELDS` the config has."""

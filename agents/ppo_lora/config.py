@@ -15,8 +15,8 @@ from llm_gym.rl.advantages import GROUP_ESTIMATORS
 class PPOLoRAConfig(LocalLMConfig):
     # Old field names that runs saved before a rename still load under (num_minibatches lived for one day).
     renamed: ClassVar[Mapping[str, str]] = {"num_minibatches": "max_minibatches"}
-    # What a run saved before a field existed trained with: the defaults changed when the group estimator and the
-    # target loss became the recipe (issue 87), and an older run (with its value head) must load as it trained.
+    # The defaults changed when the group estimator and the target loss became the recipe (issue 87): a run saved
+    # before these fields existed trained with the critic and the clipped ratio, and loads so.
     saved_defaults: ClassVar[Mapping[str, Any]] = {"advantage": "gae", "policy_loss": "clip"}
 
     total_steps: int = training_only(20_000)

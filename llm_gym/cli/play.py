@@ -44,6 +44,9 @@ from llm_gym.training.checkpoints import load_policy
 from llm_gym.training.evaluation import HELDOUT_SEED, Stopwatch, VideoWarning, run_episodes
 from llm_gym.training.setting_checks import check_untrained_settings
 
+DEFAULT_EPISODES, DEFAULT_NUM_ENVS = 5, 1
+"""What play plays without --episodes / --num-envs (unset, so that --exact can refuse them when given)."""
+
 
 @cli_errors
 def play(
@@ -51,11 +54,12 @@ def play(
     agent: AgentOption = None,
     checkpoint: Annotated[Path | None, typer.Option("--checkpoint", "-c", help="Play a trained checkpoint.")] = None,
     episodes: Annotated[
-        int | None, typer.Option("--episodes", "-n", min=1, help="Episodes to play [default: 5].")
+        int | None, typer.Option("--episodes", "-n", min=1, help=f"Episodes to play [default: {DEFAULT_EPISODES}].")
     ] = None,
     seed: SeedOption = None,
     num_envs: Annotated[
-        int | None, typer.Option("--num-envs", min=1, help="Envs stepped in lockstep (batched) [default: 1].")
+        int | None,
+        typer.Option("--num-envs", min=1, help=f"Envs stepped in lockstep (batched) [default: {DEFAULT_NUM_ENVS}]."),
     ] = None,
     max_steps: Annotated[
         int | None, typer.Option("--max-steps", min=1, help="Cut each episode after this many steps.")
@@ -151,7 +155,7 @@ def play(
         else:
             print_exact(result, agent_name, console)
         return
-    episodes, num_envs = episodes or 5, num_envs or 1
+    episodes, num_envs = episodes or DEFAULT_EPISODES, num_envs or DEFAULT_NUM_ENVS
     if sample:
         policy = sampling_policy(policy, agent_name)
     # A policy may carry the env arguments it was trained with (e.g. nanogpt_ppo's grid size); --env-arg wins.

@@ -9,8 +9,10 @@ from pathlib import Path
 
 from rich.table import Table
 
+from llm_gym.config import from_dict
 from llm_gym.learning_demo.report import arm_row, render_table, run_lines
 from llm_gym.learning_demo.rl import RLDemoResult, ScoredArm
+from llm_gym.plugins import get_agent
 from llm_gym.training.curves import pyplot
 
 PLOT_FILE = "rl_demo.png"
@@ -50,9 +52,10 @@ def rl_summary_text(result: RLDemoResult) -> str:
         share = result.after.exact.expected_return / best.expected_return
         lines.append(f"the trained model's exact return is {share:.2f}x the best response's")
     settings = result.ppo_config
+    loss = from_dict(get_agent("ppo_lora").Config, settings).loss  # policy_loss=auto resolved by the action mode
     lines.append(
         f"trained by reinforcement learning alone (no demonstrations): ppo_lora, preset {config.preset}, "
-        f"{settings['advantage']} advantages, {settings['policy_loss']} loss, {result.env_steps} env steps in groups of "
+        f"{settings['advantage']} advantages, {loss} loss, {result.env_steps} env steps in groups of "
         f"{settings['group_size']} games dealt from one seed (seeds {config.seed} on); model {config.model}, LoRA on "
         f"the top {settings['trainable_layers']} layers"
     )
