@@ -18,7 +18,7 @@ rest have finished too; then all G start. Group ``j`` resets with seed ``seed + 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,6 +126,9 @@ class EnvStepper:
         # (first episode, seed, options, the envs already reset into it); and those envs' episode numbers.
         self._pending: dict[int, tuple[int, int, dict[str, Any] | None, set[int]]] = {}
         self._parked: dict[int, int] = {}
+        self.on_group_start: Callable[[list[int]], None] | None = None
+        """Called with a group's envs as they start together (after their reset): it may move them elsewhere, as
+        :class:`llm_gym.branches.Branches` does, setting their ``observations`` and ``infos``."""
 
     def __len__(self) -> int:
         return self.envs.num_envs
@@ -347,6 +350,8 @@ class EnvStepper:
                 for slot in range(first, first + self.group_size):
                     self.episode_index[slot] = self._parked.pop(slot)
                 del self._pending[first]
+                if self.on_group_start is not None:
+                    self.on_group_start(list(range(first, first + self.group_size)))
 
     def _store(self, slots: list[int], obs: Any, vector_info: Mapping[str, Any], plans: Mapping[int, tuple]) -> None:
         self._started = True

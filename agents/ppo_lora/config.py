@@ -86,6 +86,10 @@ class PPOLoRAConfig(LocalLMConfig):
     False leaves them in return units (RLOO), and advantage_norm scales the whole rollout."""
     step_weight: float = training_only(1.0)
     """step_group: weight of the step-level advantage added to the episode-level one."""
+    branch_fraction: float = training_only(0.0)
+    """group, step_group: the chance that a group starts at a state the policy visited earlier in the same rollout
+    (reached again by replaying its episode's seed and actions) rather than at a new game's start, so that positions
+    deep in a game get a group of their own (llm_gym/branches.py). 0: every group starts at a reset."""
 
     # -- LoRA and the value head -------------------------------------------------------------------------------
     init_seed: int | None = training_only(None)
@@ -284,6 +288,11 @@ class PPOLoRAConfig(LocalLMConfig):
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.uses_groups:  # after the ranges: a negative start_spread is reported as that
             self._check_groups()
+        if not 0 <= self.branch_fraction <= 1 or (self.branch_fraction > 0 and not self.uses_groups):
+            raise ValueError(
+                f"branch_fraction starts groups at visited states: it needs a value in [0, 1] and a group estimator "
+                f"(advantage=group or step_group), got {self.branch_fraction} with advantage={self.advantage}"
+            )
         if self.entropy_target > 0 and not 0 < self.entropy_coef <= self.entropy_coef_max:
             raise ValueError(
                 f"entropy_target needs 0 < entropy_coef <= entropy_coef_max, got {self.entropy_coef} and "

@@ -20,6 +20,7 @@ from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.rollout import Rollout, cache_common_rules
 from llm_gym.agents.ppo_lora.strategies import Strategy
+from llm_gym.branches import Branches
 from llm_gym.envs.protocol import legal_choices
 from llm_gym.lm.backends import LMBackend
 from llm_gym.rl.advantages import EpisodeSteps, group_advantages
@@ -78,11 +79,15 @@ def collect_groups(
     stepper.reset()
     cache_common_rules(ac, stepper.infos)
     rollout = GroupRollout(last_done=torch.zeros(len(stepper)))
+    branches = Branches(stepper, config.branch_fraction, config.seed) if config.branch_fraction > 0 else None
     while True:
         if stepper.episodes is None and rollout.size >= config.rollout_size:
             stepper.episodes = stepper.next_episode  # ... until there are enough decisions: the rest finish
         active = stepper.active
         if not active:
+            if branches is not None:
+                branches.close()
+                rollout.branched = branches.branched
             return rollout
         infos = [stepper.infos[i] for i in active]
         decisions = act(
@@ -92,6 +97,8 @@ def collect_groups(
         if any(row.numel() for row in decisions.probs):
             rollout.count_actions(decisions.probs, [legal_choices(info, env_id)[1] for info in infos])
         episodes = [stepper.episode_index[i] for i in active]
+        if branches is not None:
+            branches.visit(active, decisions.actions)
         result = stepper.step(decisions.actions)
         rollout.decisions.append(decisions)
         rollout.episode_of.extend(episodes)  # type: ignore[arg-type]  # active envs play a numbered episode

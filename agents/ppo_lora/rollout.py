@@ -33,6 +33,9 @@ class Rollout:
     """dones[t][i]: the observation at step t started a new episode (CleanRL's convention, as compute_gae wants)."""
     truncated_values: list[torch.Tensor] = field(default_factory=list)
     finished: list[Episode] = field(default_factory=list)
+    branched: set[int] = field(default_factory=set)
+    """The finished episodes (by number) that started at a visited state (``branch_fraction``), not a reset: their
+    returns count from there, so the per-episode logs leave them out."""
     invalid: int = 0
     raw_reward: float = 0.0
     """The game's own reward summed over the rollout (seen before any episode ends)."""
@@ -187,8 +190,9 @@ def value_scalars(rollout: Rollout, returns: torch.Tensor, gamma: float) -> dict
 
 def rollout_arrays(rollout: Rollout) -> dict[str, np.ndarray]:
     """Per-episode numbers of a rollout for logging."""
+    games = [e for e in rollout.finished if e.index not in rollout.branched]
     return {
-        "returns": np.array([e.stats.episode_return for e in rollout.finished]),
-        "raw_returns": np.array([e.stats.raw_return for e in rollout.finished]),
-        "lengths": np.array([e.stats.length for e in rollout.finished]),
+        "returns": np.array([e.stats.episode_return for e in games]),
+        "raw_returns": np.array([e.stats.raw_return for e in games]),
+        "lengths": np.array([e.stats.length for e in games]),
     }
