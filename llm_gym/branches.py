@@ -102,7 +102,7 @@ class Branches:
         envs = self.stepper.envs
         assert isinstance(envs, SyncVectorEnv)  # check_branching
         for slot in slots:
-            observation, info = _replay(envs.envs[slot], point)
+            observation, info = replay(envs.envs[slot], point)
             self.stepper.observations[slot], self.stepper.infos[slot] = observation, info
             episode = self.stepper.episode_index[slot]
             self.branched.add(episode)  # type: ignore[arg-type]  # a starting group's envs play numbered episodes
@@ -123,7 +123,7 @@ class Branches:
         return trace
 
 
-def _replay(env: gym.Env, point: BranchPoint) -> tuple[Any, dict[str, Any]]:
+def replay(env: gym.Env, point: BranchPoint) -> tuple[Any, dict[str, Any]]:
     """Reset ``env`` as the point's episode was and take its actions; the observation and info reached."""
     observation, info = env.reset(seed=point.seed, options=dict(point.options) if point.options else None)
     text = isinstance(env.action_space, gym.spaces.Text)
