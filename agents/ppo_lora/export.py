@@ -18,12 +18,9 @@ from typing import Annotated, Literal
 
 import typer
 
-from llm_gym.agents.ppo_lora.action_head import ACTION_HEAD_FILE
-from llm_gym.agents.ppo_lora.calibration import ACTION_BIAS_FILE
+from llm_gym.agents.ppo_lora.files import ACTION_BIAS_FILE, ACTION_HEAD_FILE
 from llm_gym.commands import cli_errors, console
 from llm_gym.errors import CheckpointError, ConfigError
-from llm_gym.lm.models import load_causal_lm
-from llm_gym.lm.runtime import quiet_peft
 from llm_gym.runs import Run
 
 
@@ -49,18 +46,15 @@ def export(
     tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         if merge:
-            from peft import PeftModel  # the lm extra's; this module loads in every CLI run (register_commands)
+            # torch, transformers and peft: this module loads in every CLI run (register_commands)
+            from llm_gym.lm.adapter_files import save_merged
 
             saved = run.read_config()["config"]
             base_name = (
                 saved.get("model")
                 or json.loads((adapter / "adapter_config.json").read_text())["base_model_name_or_path"]
             )
-            model, tokenizer = load_causal_lm(base_name, dtype=dtype, device="cpu")
-            with quiet_peft():
-                merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
-            merged.save_pretrained(tmp)
-            tokenizer.save_pretrained(tmp)
+            save_merged(adapter, base_name, tmp, dtype=dtype)
         else:
             shutil.copytree(adapter, tmp)
         # The weights cannot hold a calibrated run's per-action offsets: they travel beside them.

@@ -16,9 +16,7 @@ import llm_gym
 from llm_gym.agent import Agent, EnvConfig, Policy
 from llm_gym.agents.reflection.config import ReflectionConfig
 from llm_gym.callbacks import Callback
-from llm_gym.lm.policy import LMPolicy
-from llm_gym.lm.runtime import configure_threads
-from llm_gym.runs import Run, played_history
+from llm_gym.runs import Run
 
 
 class ReflectionAgent(Agent):
@@ -39,20 +37,9 @@ class ReflectionAgent(Agent):
     def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
         """Greedy actions of the model after the checkpoint's iteration (LoRA merged), or of the base model; with
         the earlier turns its run trained with (``history=K``) unless ``env`` gives its own."""
-        from llm_gym.agents.reflection.model import ReflectionModel  # transformers and peft, as train
+        from llm_gym.agents.reflection.model import checkpoint_policy  # torch, transformers and peft, as train
 
-        configure_threads(self.config.threads)
-        model = ReflectionModel(self.config, Path(checkpoint) if checkpoint else None)
-        model.merged()
-        return LMPolicy(
-            model.backend(),
-            env,
-            mode=self.config.action_mode,
-            greedy=True,
-            max_new_tokens=self.config.max_new_tokens,
-            seed=self.config.seed,
-            history=played_history(env.kwargs, checkpoint),
-        )
+        return checkpoint_policy(self.config, env, Path(checkpoint) if checkpoint else None)
 
 
 @llm_gym.hookimpl

@@ -13,6 +13,7 @@ from typing import Any
 
 from peft import LoraConfig, PeftModel, get_peft_model
 
+from llm_gym.agent import EnvConfig
 from llm_gym.agents.reflection.config import ReflectionConfig
 from llm_gym.errors import ConfigError
 from llm_gym.lm.adapter_compute import AdapterCompute
@@ -20,12 +21,15 @@ from llm_gym.lm.adapter_files import save_adapter
 from llm_gym.lm.backends import LMBackend
 from llm_gym.lm.backends.hf import HFBackend
 from llm_gym.lm.finetune import Encoded, Example, answer_only_labels
+from llm_gym.lm.model_names import is_vision_model
 from llm_gym.lm.models import load_causal_lm
+from llm_gym.lm.policy import LMPolicy
 from llm_gym.lm.prompts import PromptBuilder
-from llm_gym.lm.runtime import default_device, quiet_peft
+from llm_gym.lm.runtime import configure_threads, default_device, quiet_peft
 from llm_gym.lm.vision.backend import VisionBackend
-from llm_gym.lm.vision.models import is_vision_model, load_vision_lm
+from llm_gym.lm.vision.models import load_vision_lm
 from llm_gym.lm.vision.prompts import VisionPromptBuilder
+from llm_gym.runs import played_history
 
 ADAPTER_DIR, MODEL_DIR = "adapter", "model"
 
@@ -120,3 +124,20 @@ class ReflectionModel:
             self.model = self.model.merge_and_unload()
             self.model.eval()
         return self.model
+
+
+def checkpoint_policy(config: ReflectionConfig, env: EnvConfig, checkpoint: Path | None) -> LMPolicy:
+    """Greedy actions of the model after the checkpoint's iteration (LoRA merged), or of the base model; with the
+    earlier turns its run trained with (``history=K``) unless ``env`` gives its own."""
+    configure_threads(config.threads)
+    model = ReflectionModel(config, checkpoint)
+    model.merged()
+    return LMPolicy(
+        model.backend(),
+        env,
+        mode=config.action_mode,
+        greedy=True,
+        max_new_tokens=config.max_new_tokens,
+        seed=config.seed,
+        history=played_history(env.kwargs, checkpoint),
+    )

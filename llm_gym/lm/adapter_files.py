@@ -1,4 +1,4 @@
-"""Writing a LoRA adapter so that the same weights always give the same files."""
+"""Writing a LoRA adapter so that the same weights always give the same files, or folded into its base model."""
 
 from __future__ import annotations
 
@@ -6,7 +6,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from peft import PeftModel
 from peft.utils import CONFIG_NAME  # the file name peft writes and reads
+
+from llm_gym.lm.model_names import DType
+from llm_gym.lm.models import load_causal_lm
+from llm_gym.lm.runtime import quiet_peft
 
 
 def save_adapter(model: Any, directory: Path) -> None:
@@ -26,3 +31,13 @@ def save_adapter(model: Any, directory: Path) -> None:
             saved[name] = sorted(value, key=str)
     # The same layout as peft's own writer, so a file it wrote and one written here differ only in that order.
     path.write_text(json.dumps(saved, indent=2, sort_keys=True))
+
+
+def save_merged(adapter: Path, base_model: str, out: Path, *, dtype: DType = "float32") -> None:
+    """The LoRA adapter saved in ``adapter`` folded into the weights of ``base_model`` (a ``--model`` name), written
+    with the tokenizer to ``out``: a directory that ``AutoModelForCausalLM.from_pretrained`` loads without peft."""
+    model, tokenizer = load_causal_lm(base_model, dtype=dtype, device="cpu")
+    with quiet_peft():
+        merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
+    merged.save_pretrained(out)
+    tokenizer.save_pretrained(out)

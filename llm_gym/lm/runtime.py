@@ -1,4 +1,7 @@
-"""Process-wide torch settings for the LM runtime, chosen deliberately rather than left to defaults."""
+"""Process-wide torch settings for the LM runtime, chosen deliberately rather than left to defaults.
+
+torch sits at the top: the modules that import this one (the backends, the trainers, the agents' policy builders)
+load a model right after, so none of them is on a light path (``import llm_gym``, the CLI's listings)."""
 
 from __future__ import annotations
 
@@ -7,6 +10,8 @@ import os
 import platform
 import warnings
 from collections.abc import Iterator
+
+import torch
 
 
 def available_cores() -> int:
@@ -34,8 +39,6 @@ def configure_threads(threads: int = 0) -> int:
 
     Inter-op threads stay at 1: the runtime issues one op at a time, and a second pool only competes for cores.
     """
-    import torch  # this module loads with llm_gym.lm (the CLI), which must not load torch
-
     count = threads if threads > 0 else available_cores()
     torch.set_num_threads(count)
     with contextlib.suppress(RuntimeError):  # only settable before the first parallel op; keep what is there
@@ -45,8 +48,6 @@ def configure_threads(threads: int = 0) -> int:
 
 def default_device() -> str:
     """``cuda`` when a GPU is visible, else ``cpu``."""
-    import torch  # as in configure_threads
-
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 

@@ -10,15 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from llm_gym.cli import build_app
-from llm_gym.lm.models import (
-    MODEL_ALIASES,
-    ModelNotFoundError,
-    PackagedGGUF,
-    load_causal_lm,
-    model_cache_dir,
-    resolve_dtype,
-    resolve_model,
-)
+from llm_gym.lm.model_names import MODEL_ALIASES, ModelNotFoundError, PackagedGGUF, model_cache_dir, resolve_model
+from llm_gym.lm.models import load_causal_lm, resolve_dtype
 
 
 def test_cache_dir_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

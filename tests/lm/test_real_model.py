@@ -63,7 +63,8 @@ def test_the_conversion_takes_eos_and_padding_from_the_gguf_file(real_lm) -> Non
     and an adapter learns the id its answers end with, so the conversion applies the file's own ids."""
     from transformers import AutoTokenizer
 
-    from llm_gym.lm.models import MODEL_ALIASES, _special_tokens_from_gguf, resolve_model
+    from llm_gym.lm.gguf_conversion import special_tokens_from_gguf
+    from llm_gym.lm.model_names import MODEL_ALIASES, resolve_model
 
     gguf = MODEL_ALIASES["smollm2-135m"].locate()
     converted = AutoTokenizer.from_pretrained(resolve_model("smollm2-135m"))
@@ -71,7 +72,7 @@ def test_the_conversion_takes_eos_and_padding_from_the_gguf_file(real_lm) -> Non
     misread = AutoTokenizer.from_pretrained(resolve_model("smollm2-135m"))
     misread.eos_token, misread.pad_token = "<|im_start|>", None  # what the 5.17 conversion writes
     assert PromptBuilder(misread, "").answer_end_ids == [1]
-    _special_tokens_from_gguf(misread, gguf)
+    special_tokens_from_gguf(misread, gguf)
     assert (misread.eos_token_id, misread.pad_token_id) == (2, 2)
     assert PromptBuilder(misread, "").answer_end_ids == [2]
 

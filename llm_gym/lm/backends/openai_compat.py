@@ -25,7 +25,6 @@ import numpy as np
 
 from llm_gym.errors import ConfigError, LLMGymError
 from llm_gym.lm.backends import Completion, GenerateRequest, ScoreRequest
-from llm_gym.lm.models import load_tokenizer
 from llm_gym.lm.prompts import PromptBuilder, chat_messages
 
 
@@ -129,6 +128,9 @@ class OpenAIBackend:
 
     def _builder(self, instructions: str) -> PromptBuilder:
         if self._tokenizer is None:
+            # transformers (the lm extra): only score mode needs the tokenizer; a generate-only client runs without
+            from llm_gym.lm.models import load_tokenizer
+
             try:
                 self._tokenizer = load_tokenizer(self.tokenizer_name)
             except ConfigError as exc:

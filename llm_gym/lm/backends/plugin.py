@@ -1,7 +1,7 @@
 """The built-in LM backends, registered through the same hook a third-party backend plugin uses.
 
-Each factory imports its heavy dependency only when called, so listing backends costs nothing and a missing
-optional package is a clear error only for the user who asks for that backend.
+Each factory imports its backend's module (torch, transformers, vllm) only when called, so listing backends costs
+nothing and a missing optional package is a clear error only for the user who asks for that backend.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from typing import Any
 import llm_gym
 from llm_gym.errors import ConfigError
 from llm_gym.lm.backends.openai_compat import OpenAIBackend
-from llm_gym.lm.backends.vllm_backend import VLLMBackend
-from llm_gym.lm.vision.models import is_vision_model
+from llm_gym.lm.model_names import is_vision_model
 
 
 def _hf(model: str, **options: Any) -> Any:
@@ -37,6 +36,8 @@ def _openai(model: str, **options: Any) -> Any:
 
 
 def _vllm(model: str, **options: Any) -> Any:
+    from llm_gym.lm.backends.vllm_backend import VLLMBackend
+
     return VLLMBackend(model, **options)
 
 

