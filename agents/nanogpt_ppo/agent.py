@@ -1,4 +1,6 @@
-"""The ``nanogpt_ppo`` agent: a small GPT trained from scratch with PPO on text (ASCII) observations."""
+"""The ``nanogpt_ppo`` agent: a small GPT trained from scratch with PPO on text (ASCII) observations.
+
+The plugin module the CLI loads on every run (``llm-gym agents`` lists it): torch waits for train and policy."""
 
 from __future__ import annotations
 
@@ -6,14 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import torch
-
 import llm_gym
 from llm_gym.agent import Agent, EnvConfig, Policy
-from llm_gym.agents.nanogpt_ppo.checkpoint import TRAINING_FILE
 from llm_gym.agents.nanogpt_ppo.config import NanoGPTPPOConfig
-from llm_gym.agents.nanogpt_ppo.model import NanoGPTActorCritic
-from llm_gym.agents.nanogpt_ppo.policy import NanoGPTPolicy, env_for, load_network, network_shape
 from llm_gym.callbacks import Callback
 from llm_gym.envs.tasks import TaskSampler
 from llm_gym.runs import Run
@@ -39,27 +36,15 @@ class NanoGPTPPOAgent(Agent):
     def policy(self, env: EnvConfig, checkpoint: Path | None = None) -> Policy:
         """Greedy actions of the network in ``checkpoint`` (``checkpoints/step_N`` or ``checkpoints/best``), or of
         a freshly initialised one. The policy carries the env arguments it was trained with (``env_kwargs``)."""
-        trained_env = env_for(self.config, env)
-        device = playing_device(self.config.device)
-        if checkpoint is not None:
-            model = load_network(Path(checkpoint), device)
-        else:
-            torch.manual_seed(self.config.seed)
-            model = NanoGPTActorCritic(network_shape(self.config, trained_env)).to(device)
-        # seed: the sampler's, for `llm-gym play --sample --seed N` (greedy play draws nothing).
-        return NanoGPTPolicy(model, deterministic=True, seed=self.config.seed, env_kwargs=trained_env.kwargs)
+        from llm_gym.agents.nanogpt_ppo.policy import checkpoint_policy  # torch: not for `llm-gym agents`
+
+        return checkpoint_policy(self.config, env, checkpoint)
 
     def resume_only_files(self) -> tuple[str, ...]:
         """``training.pt``: the optimiser, RNG states, counters and rollout buffer position."""
+        from llm_gym.agents.nanogpt_ppo.checkpoint import TRAINING_FILE  # beside the state it holds (torch)
+
         return (TRAINING_FILE,)
-
-
-def playing_device(device: str) -> str:
-    """Where a policy plays: the configured device, or the CPU where that is a GPU this machine does not have (a run
-    trained on a GPU box plays its checkpoint anywhere; the network is the same, only slower)."""
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        return "cpu"
-    return device
 
 
 @llm_gym.hookimpl

@@ -52,6 +52,28 @@ def network_shape(config: NanoGPTPPOConfig, env: EnvConfig) -> GPTShape:
     )
 
 
+def checkpoint_policy(config: NanoGPTPPOConfig, env: EnvConfig, checkpoint: Path | None) -> NanoGPTPolicy:
+    """Greedy actions of the network in ``checkpoint`` (``checkpoints/step_N`` or ``checkpoints/best``), or of a
+    freshly initialised one. The policy carries the env arguments it was trained with (``env_kwargs``)."""
+    trained_env = env_for(config, env)
+    device = playing_device(config.device)
+    if checkpoint is not None:
+        model = load_network(Path(checkpoint), device)
+    else:
+        torch.manual_seed(config.seed)
+        model = NanoGPTActorCritic(network_shape(config, trained_env)).to(device)
+    # seed: the sampler's, for `llm-gym play --sample --seed N` (greedy play draws nothing).
+    return NanoGPTPolicy(model, deterministic=True, seed=config.seed, env_kwargs=trained_env.kwargs)
+
+
+def playing_device(device: str) -> str:
+    """Where a policy plays: the configured device, or the CPU where that is a GPU this machine does not have (a run
+    trained on a GPU box plays its checkpoint anywhere; the network is the same, only slower)."""
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        return "cpu"
+    return device
+
+
 def save_network(model: NanoGPTActorCritic, directory: Path) -> None:
     """Write the network's shape (JSON) and weights into a checkpoint directory."""
     (directory / SHAPE_FILE).write_text(json.dumps(model.shape.__dict__, indent=2))

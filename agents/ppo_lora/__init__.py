@@ -17,6 +17,7 @@ import llm_gym
 from llm_gym.agent import Agent, EnvConfig, Policy
 from llm_gym.agents.ppo_lora import export
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
+from llm_gym.agents.ppo_lora.files import TRAINING_FILE
 from llm_gym.callbacks import Callback
 from llm_gym.envs.tasks import TaskSampler
 from llm_gym.runs import Run
@@ -46,8 +47,6 @@ class PPOLoRAAgent(Agent):
 
     def resume_only_files(self) -> tuple[str, ...]:
         """``training.pt``: the optimiser, scheduler, RNG states and counters."""
-        from llm_gym.agents.ppo_lora.checkpoint import TRAINING_FILE  # beside the model code (transformers)
-
         return (TRAINING_FILE,)
 
 

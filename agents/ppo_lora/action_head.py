@@ -27,9 +27,9 @@ from pathlib import Path
 
 import torch
 
+from llm_gym.agents.ppo_lora.files import ACTION_HEAD_FILE
 from llm_gym.agents.ppo_lora.value_head import FeatureHead
 
-ACTION_HEAD_FILE = "action_head.pt"
 HEADS = ("none", "standardized")
 
 

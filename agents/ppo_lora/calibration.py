@@ -28,12 +28,12 @@ import numpy as np
 import torch
 
 from llm_gym.agent import EnvConfig
+from llm_gym.agents.ppo_lora.files import ACTION_BIAS_FILE
 from llm_gym.envs.protocol import legal_choices
 from llm_gym.errors import CheckpointError
 from llm_gym.lm.scoring import categorical_logprobs
 from llm_gym.stepping import EnvStepper, make_vector_env
 
-ACTION_BIAS_FILE = "action_bias.json"
 CALIBRATION_SEED_OFFSET = 20_000
 """Calibration envs use seeds seed + 20,000 + i: apart from training's and from evaluation's (+10,000)."""
 CALIBRATION_ENVS = 8

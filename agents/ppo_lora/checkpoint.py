@@ -23,12 +23,11 @@ from typing import Any
 
 import torch
 
+from llm_gym.agents.ppo_lora.files import TRAINING_FILE
 from llm_gym.agents.ppo_lora.model import ADAPTER_DIR, ActorCritic
 from llm_gym.errors import CheckpointError
 from llm_gym.runs import Run
 from llm_gym.training import loop as training
-
-TRAINING_FILE = "training.pt"
 
 
 @dataclass
