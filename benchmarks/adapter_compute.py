@@ -129,7 +129,7 @@ def main() -> None:
         record(args.workload, env, demos if args.workload == "trace" else 256, path)
         records = read_demos(path)
     configs = {
-        mode: SFTConfig(model=args.model, demos=str(path), dtype=args.dtype, batch_size=args.batch_size,
+        mode: SFTConfig(model=args.model, demos=str(path), dtype=args.dtype, minibatch_size=args.batch_size,
                         micro_batch_size=args.batch_size, progress=False, adapter_compute=mode, **settings)
         for mode in ("float32", "auto")
     }  # fmt: skip

@@ -60,7 +60,7 @@ def main() -> None:
             record_demo_tree(get_agent("solver")().policy(env), env, path, source={"agent": "solver"})
         records = read_demos(path)[: args.demos]
         config = SFTConfig(model=args.model, demos=str(path), dtype=args.dtype, trainable_layers=args.trainable_layers,
-                           batch_size=args.batch_size, progress=False)  # fmt: skip
+                           minibatch_size=args.batch_size, progress=False)  # fmt: skip
         ac = ActorCritic(config.as_ppo_lora(), EnvTraits.probe(EnvConfig(ENV)).instructions)
         encoder = DemoEncoder(ac.builder, with_end=True)
         examples = [encoder.encode(r, r.return_to_go) for r in records]

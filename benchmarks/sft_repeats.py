@@ -71,7 +71,7 @@ def main() -> None:
         record_demos(get_agent("best_response")().policy(env), env, args.games, path, source={"agent": "best_response"})
         records = read_demos(path)
     config = SFTConfig(model=args.model, demos=str(path), dtype="auto", trainable_layers=args.trainable_layers,
-                       batch_size=args.batch_size, micro_batch_size=args.batch_size, progress=False)  # fmt: skip
+                       minibatch_size=args.batch_size, micro_batch_size=args.batch_size, progress=False)  # fmt: skip
     ac = ActorCritic(config.as_ppo_lora(), EnvTraits.probe(env).instructions)
     encoder = DemoEncoder(ac.builder, with_end=True)
     data = Batches(ac, [encoder.encode(r, r.return_to_go) for r in records], args.batch_size)

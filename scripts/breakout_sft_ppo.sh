@@ -58,7 +58,7 @@ mkdir -p "$OUT"
 #    evaluations need the finished run: a stopped one ends the script here.
 status=0
 train_stage "$OUT/sft" "$SFT_SECONDS" "$LLM_GYM" train --agent sft --env $ENV "${FIRE[@]}" ${HIST[@]+"${HIST[@]}"} --seed "$SEED" \
-    --set demos="$OUT/demos.jsonl" --set max_demos="$MAX_DEMOS" --set epochs="$SFT_EPOCHS" --set learning_rate="$SFT_LR" --set batch_size=64 --set micro_batch_size="$SFT_MICRO_BATCH" \
+    --set demos="$OUT/demos.jsonl" --set max_demos="$MAX_DEMOS" --set epochs="$SFT_EPOCHS" --set learning_rate="$SFT_LR" --set minibatch_size=64 --set micro_batch_size="$SFT_MICRO_BATCH" \
     --set eval_episodes="$SFT_EVAL" --set eval_max_steps=500 --set progress=false || status=$?
 after_stage SFT "$OUT/sft" "$status" "$SFT_SECONDS"
 

@@ -92,7 +92,7 @@ fi
 status=0
 train_stage "$OUT/sft" "$SFT_SECONDS" "$LLM_GYM" train --agent sft "${ENV[@]}" --seed "$SEED" \
     --set demos="$OUT/demos.jsonl" "${MODEL[@]}" --set epochs="$EPOCHS" --set learning_rate="$SFT_LR" \
-    --set batch_size=32 --set eval_episodes=0 --set progress=false || status=$?
+    --set minibatch_size=32 --set eval_episodes=0 --set progress=false || status=$?
 after_stage sft "$OUT/sft" "$status" "$SFT_SECONDS"
 
 # 3. Exact match and partial credit of a checkpoint on the held-out tasks (greedy); the partial-credit pass records

@@ -2,9 +2,10 @@
 
 ``preset`` picks a full set of values; any field given explicitly (``--set n_layer=4``) overrides it. Fields a
 preset fills default to ``None`` ("from the preset"), so a saved config names only what the user chose and
-``--set preset=reference`` on it still switches every other field. :meth:`NanoGPTPPOConfig.resolved` returns a
-:class:`NanoGPTSettings`: the same fields with every ``None`` filled in and typed without ``None``; the training loop
-reads only that.
+``--set preset=reference`` on it still switches every other field. :meth:`NanoGPTPPOConfig.resolved` returns the
+same config with every ``None`` filled in from the preset; the training loop reads only that. PPO's fields are
+declared once for every PPO agent (:class:`llm_gym.training.config.PPOConfig`); this config gives those a preset
+fills the default None.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from llm_gym.agent import AgentConfig
 from llm_gym.config import speed_only, training_only
+from llm_gym.training.config import PPOConfig
 
 PRESETS: dict[str, dict[str, Any]] = {
     # RL_Driven_nanoGPT (train_ppo.py) as the issue lists it: one env, a 24 x 80 grid read as 24 * 81 = 1944
@@ -82,7 +83,7 @@ PRESETS["cpu16"] = {**PRESETS["cpu"], "key_frequency_bias": True, "num_envs": 16
 
 
 @dataclass(frozen=True, kw_only=True)
-class NanoGPTPPOConfig(AgentConfig):
+class NanoGPTPPOConfig(PPOConfig):
     """Config of the ``nanogpt_ppo`` agent (``None`` = take the value from ``preset``)."""
 
     first_fields: ClassVar[tuple[str, ...]] = ("total_steps", "seed", "preset", "num_envs", "learning_rate",
@@ -127,11 +128,19 @@ class NanoGPTPPOConfig(AgentConfig):
     key_frequency_bias: bool | None = None
     """Lower each attention key's score by a learned multiple (from 1) of the log of how often its character occurs, so attention starts even over kinds of character rather than positions."""
 
+    # -- PPO (PPOConfig's fields, from the preset) ---------------------------------------------------------------
+    num_envs: int | None = None
+    num_steps: int | None = None
+    update_epochs: int | None = None
+    minibatch_size: int | None = None
+    clip_coef: float | None = None
+    value_clip_coef: float | None = None
+    value_coef: float | None = None
+    entropy_coef: float | None = None
+    max_grad_norm: float | None = None
+    learning_rate: float | None = None
+
     # -- rollouts ----------------------------------------------------------------------------------------------
-    num_envs: int | None = training_only(None)
-    """Parallel envs (a Gymnasium vector env); one batched forward pass decides for all of them."""
-    num_steps: int | None = training_only(None)
-    """Steps per env between updates; a rollout holds num_envs * num_steps samples."""
     vector_env: Literal["sync", "async"] = training_only("sync")
     """`sync` steps the envs in this process; `async` gives each env its own process (pays off with spare cores)."""
     start_spread: int = training_only(0)
@@ -143,33 +152,10 @@ class NanoGPTPPOConfig(AgentConfig):
     reward_clip: float | None = training_only(None)
     """Clip training rewards to [-reward_clip, reward_clip]; 0 = no clipping. Evaluation always reports the game's own returns."""
 
-    # -- PPO ---------------------------------------------------------------------------------------------------
-    gamma: float = training_only(0.99)
-    """Discount."""
-    gae_lambda: float = training_only(0.95)
-    """GAE lambda."""
-    update_epochs: int | None = training_only(None)
-    """Passes over each rollout."""
-    minibatch_size: int | None = training_only(None)
-    """Samples per gradient step."""
-    clip_coef: float | None = training_only(None)
-    """PPO ratio clip."""
-    value_clip_coef: float | None = training_only(None)
-    """Clip of the value change per update; 0 turns value clipping off."""
-    value_coef: float | None = training_only(None)
-    """Weight of the value loss (which is 0.5 * squared error)."""
-    entropy_coef: float | None = training_only(None)
-    """Weight of the entropy bonus."""
-    max_grad_norm: float | None = training_only(None)
-    """Clip the global gradient norm to this."""
-    target_kl: float = training_only(0.0)
-    """Stop an update's epochs early once the approximate KL exceeds this; 0 = never."""
-
     # -- optimiser ---------------------------------------------------------------------------------------------
-    learning_rate: float | None = training_only(None)
-    """Adam learning rate at the start of the cosine schedule."""
     final_learning_rate: float | None = training_only(None)
-    """Learning rate the cosine schedule ends at (at total_steps)."""
+    """Learning rate the cosine schedule ends at (at total_steps): a rate, not a fraction of learning_rate as
+    min_lr_ratio is (a preset's end stays where it is when --set learning_rate moves the start)."""
     adam_beta2: float | None = training_only(None)
     """Adam beta2 (beta1 is 0.9)."""
 
@@ -227,14 +213,13 @@ class NanoGPTPPOConfig(AgentConfig):
         if not 0.0 <= self.eval_epsilon <= 1.0:
             raise ValueError(f"eval_epsilon is a probability, got {self.eval_epsilon}")
 
-    def resolved(self) -> NanoGPTSettings:
-        """This config with every field left at None taken from the preset."""
+    def resolved(self) -> NanoGPTPPOConfig:
+        """This config with every field left at None taken from the preset: no field of it is None."""
         preset = PRESETS[self.preset]
-        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        return NanoGPTSettings(**{**values, **{k: v for k, v in preset.items() if values[k] is None}})
+        return dataclasses.replace(self, **{k: v for k, v in preset.items() if getattr(self, k) is None})
 
     @property
-    def batch_size(self) -> int:
+    def rollout_size(self) -> int:
         """Samples per rollout (num_envs * num_steps) of the resolved config."""
         cfg = self.resolved()
         return cfg.num_envs * cfg.num_steps
@@ -242,34 +227,4 @@ class NanoGPTPPOConfig(AgentConfig):
     @property
     def num_updates(self) -> int:
         """Updates needed to reach total_steps (the last rollout may overshoot it)."""
-        return max(1, -(-self.total_steps // self.batch_size))
-
-
-@dataclass(frozen=True, kw_only=True)
-class NanoGPTSettings(NanoGPTPPOConfig):
-    """A :class:`NanoGPTPPOConfig` whose preset fields are filled in (:meth:`NanoGPTPPOConfig.resolved`): the same
-    fields and meanings, none of them None. The defaults here only complete the dataclass; ``resolved`` sets every one."""
-
-    grid_rows: int = 0
-    grid_cols: int = 0
-    n_layer: int = 1
-    n_head: int = 1
-    n_embd: int = 8
-    mlp_ratio: int = 1
-    positions: Literal["absolute", "line_column"] = "absolute"
-    query_summary: bool = False
-    key_frequency_bias: bool = False
-    num_envs: int = training_only(1)
-    num_steps: int = training_only(1)
-    life_loss_terminal: bool = training_only(False)
-    reward_clip: float = training_only(0.0)
-    update_epochs: int = training_only(1)
-    minibatch_size: int = training_only(1)
-    clip_coef: float = training_only(0.2)
-    value_clip_coef: float = training_only(0.0)
-    value_coef: float = training_only(1.0)
-    entropy_coef: float = training_only(0.0)
-    max_grad_norm: float = training_only(1.0)
-    learning_rate: float = training_only(1e-4)
-    final_learning_rate: float = training_only(1e-4)
-    adam_beta2: float = training_only(0.999)
+        return max(1, -(-self.total_steps // self.rollout_size))

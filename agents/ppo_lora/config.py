@@ -9,10 +9,14 @@ from typing import Any, ClassVar, Literal
 from llm_gym.config import training_only
 from llm_gym.lm.agent_config import LocalLMConfig
 from llm_gym.rl.advantages import GROUP_ESTIMATORS
+from llm_gym.training.config import PPOConfig, ScheduleConfig
 
 
 @dataclass(frozen=True, kw_only=True)
-class PPOLoRAConfig(LocalLMConfig):
+class PPOLoRAConfig(LocalLMConfig, PPOConfig, ScheduleConfig):
+    """The model (LocalLMConfig), PPO's rollouts and losses (PPOConfig) and the learning-rate schedule
+    (ScheduleConfig) as every agent names them, and ppo_lora's own fields below."""
+
     # Old field names that runs saved before a rename still load under (num_minibatches lived for one day).
     renamed: ClassVar[Mapping[str, str]] = {"num_minibatches": "max_minibatches"}
     # The defaults changed when the group estimator and the target loss became the recipe (issue 87): a run saved
@@ -26,10 +30,6 @@ class PPOLoRAConfig(LocalLMConfig):
     generate: sample an answer and parse it (needed for envs whose action is free text, e.g. Trace-v0)."""
 
     # -- rollouts ----------------------------------------------------------------------------------------------
-    num_envs: int = training_only(8)
-    """Envs stepped in lockstep; every step is one batched LM call for all of them."""
-    num_steps: int = training_only(32)
-    """Steps per env between updates (a rollout holds num_envs * num_steps decisions)."""
     episode_options: tuple[dict[str, Any], ...] = training_only(())
     """Each training episode resets with one of these sets of reset options, drawn uniformly (its own generator,
     seeded by seed): e.g. '[{"opponent": "random"}, {"opponent": "mcts"}]' trains an OpenSpiel game against both
@@ -114,22 +114,8 @@ class PPOLoRAConfig(LocalLMConfig):
     """Module names that get LoRA adapters."""
 
     # -- PPO ---------------------------------------------------------------------------------------------------
-    learning_rate: float | None = training_only(None)
-    """Peak AdamW learning rate (LoRA weights and value head). None: the policy loss's own, 1e-3 with the target loss
-    (the Kuhn poker and tic-tac-toe recipes) and 2e-4 with the clipped ratio (the Breakout recipes; the clipped
-    loss was tried at 5e-5 to 2e-4)."""
     lr_schedule: Literal["cosine", "linear", "constant"] = training_only("cosine")
     """Learning-rate schedule over the updates of the run."""
-    warmup_updates: int = training_only(1)
-    """Updates of linear warm-up before the schedule."""
-    min_lr_ratio: float = training_only(0.1)
-    """Final learning rate as a fraction of the peak (cosine and linear)."""
-    weight_decay: float = training_only(0.0)
-    """AdamW weight decay."""
-    update_epochs: int = training_only(2)
-    """Passes over each rollout."""
-    minibatch_size: int = training_only(64)
-    """Decisions per optimizer step (and the most per forward/backward pass, for memory)."""
     max_minibatches: int = training_only(4)
     """At most this many optimizer steps per epoch: a rollout of more than max_minibatches * minibatch_size decisions
     takes this many steps, each with its gradient accumulated over rollout_size / max_minibatches decisions (in
@@ -138,14 +124,6 @@ class PPOLoRAConfig(LocalLMConfig):
     advantage_norm: Literal["rollout", "minibatch", "none"] = training_only("rollout")
     """Normalise advantages to mean 0, std 1 over the whole rollout (rollout), over each optimizer step's decisions
     (minibatch: the usual PPO code; noisy when a minibatch holds few reward events), or not at all (none)."""
-    target_kl: float = training_only(0.0)
-    """Stop an update before the first optimizer step whose minibatch's approximate KL(old || new) exceeds 1.5 x this
-    (SB3's rule: it bounds how far one update moves the policy, the first epoch included); 0 = never. (Not
-    kl_target, which steers the KL to the reference model.)"""
-    gamma: float = training_only(0.99)
-    """Discount."""
-    gae_lambda: float = training_only(0.95)
-    """GAE lambda."""
     policy_loss: Literal["auto", "clip", "target"] = training_only("auto")
     """auto: target in score mode, clip in generate mode (which has no distribution over actions to improve).
     clip: PPO's clipped ratio loss. target (score mode): the cross-entropy to the improved distribution, the old
@@ -156,12 +134,6 @@ class PPOLoRAConfig(LocalLMConfig):
     target_temperature: float = training_only(1.0)
     """policy_loss=target: the temperature of the improvement step, in units of the (normalised) advantage: lower
     moves each update further towards the better action."""
-    clip_coef: float = training_only(0.2)
-    """PPO ratio clip."""
-    value_clip_coef: float = training_only(0.2)
-    """Value clip around the rollout's values; 0 turns it off."""
-    value_coef: float = training_only(0.5)
-    """Weight of the value loss."""
     value_input: Literal["hidden", "unit", "standardized"] = training_only("hidden")
     """What a fresh value head reads: the last prompt position's hidden state as it is, scaled to unit length
     (``unit``), or standardised per channel with the statistics of the states the rollouts visit, detached from
@@ -196,8 +168,6 @@ class PPOLoRAConfig(LocalLMConfig):
     """Adam learning rate of the warm-up's passes (a fresh optimizer per warm-up update; the run's own optimizer
     and schedule are not touched). At the run's 2e-4 and 2 passes a fresh head on Breakout explained 2% of the
     next rollout's return variance, at 5e-3 and 128 passes 18% (docs/guides/ppo_lora.md)."""
-    entropy_coef: float = training_only(0.01)
-    """Weight of the entropy bonus (with entropy_target: its floor, where the coefficient starts and returns to)."""
     entropy_target: float = training_only(0.0)
     """An entropy floor in nats (0 = off): after each update the entropy bonus's coefficient grows while the policy's
     mean entropy on the rollout is below this and falls back towards entropy_coef above it, so the sampled policy
@@ -208,8 +178,6 @@ class PPOLoRAConfig(LocalLMConfig):
     twice the target)."""
     entropy_coef_max: float = training_only(0.5)
     """entropy_target: the coefficient never exceeds this."""
-    max_grad_norm: float = training_only(1.0)
-    """Gradient-norm clip."""
     reward_scale: float = training_only(1.0)
     """Rewards are multiplied by this before GAE (returns are logged unscaled)."""
     kl_coef: float = training_only(0.02)

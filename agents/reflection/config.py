@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -14,6 +15,8 @@ class ReflectionConfig(LocalLMConfig):
     first_fields: ClassVar[tuple[str, ...]] = ("iterations", "episodes", "max_steps", "seed", "model", "action_mode",
         "finetune", "learning_rate", "eval_episodes", "eval_max_steps", "threads")  # fmt: skip
     """The fields `llm-gym agents` shows first."""
+    renamed: ClassVar[Mapping[str, str]] = {"epochs": "update_epochs", "train_batch_size": "minibatch_size"}
+    """reflection's first names of the knobs the PPO agents name so (an iteration's examples are its rollout)."""
     total_steps: int = training_only(0)
     """Not used: the budget is iterations x episodes x max_steps."""
     model: str = "smollm2-135m"
@@ -74,9 +77,9 @@ class ReflectionConfig(LocalLMConfig):
     # -- fine-tuning -------------------------------------------------------------------------------------------
     finetune: Literal["lora", "full"] = "lora"
     """lora: train LoRA adapters (peft) on the language model; full: train all language-model weights."""
-    epochs: int = training_only(3)
+    update_epochs: int = training_only(3)
     """Passes over each iteration's verified examples."""
-    train_batch_size: int = training_only(4)
+    minibatch_size: int = training_only(4)
     """Examples per gradient step."""
     learning_rate: float = training_only(2e-4)
     """AdamW learning rate (LoRA; use about 2e-5 for a full fine-tune)."""
@@ -107,7 +110,15 @@ class ReflectionConfig(LocalLMConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("iterations", "episodes", "max_steps", "batch_size", "epochs", "train_batch_size", "lora_rank"):
+        for name in (
+            "iterations",
+            "episodes",
+            "max_steps",
+            "batch_size",
+            "update_epochs",
+            "minibatch_size",
+            "lora_rank",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0.0 <= self.reflection_rate <= 1.0:

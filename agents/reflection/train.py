@@ -265,7 +265,12 @@ def finetune(
         for c, r in kept
     ]
     settings = TrainSettings(
-        config.epochs, config.train_batch_size, config.learning_rate, config.weight_decay, config.max_grad_norm, seed
+        config.update_epochs,
+        config.minibatch_size,
+        config.learning_rate,
+        config.weight_decay,
+        config.max_grad_norm,
+        seed,
     )
     losses = train_answers(
         model.model, [model.encode(e) for e in examples], model.pad_id, settings, compute=model.adapter_compute

@@ -152,8 +152,8 @@ class Batches:
 def validate(ac: ActorCritic, data: Batches, config: SFTConfig) -> dict[str, float]:
     """Mean validation losses over the held-out demos (weighted by batch size)."""
     sums: dict[str, float] = {}
-    for start in range(0, len(data), config.batch_size):
-        index = list(range(start, min(start + config.batch_size, len(data))))
+    for start in range(0, len(data), config.minibatch_size):
+        index = list(range(start, min(start + config.minibatch_size, len(data))))
         for key, value in data.losses(ac, index, config, train=False).items():
             sums[key] = sums.get(key, 0.0) + float(value) * len(index)
     return {f"val/{k}": v / len(data) for k, v in sums.items()} if len(data) else {}

@@ -7,19 +7,26 @@ with the same adapter shape (:meth:`SFTConfig.as_ppo_lora`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import ClassVar, Literal
 
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.config import training_only
 from llm_gym.lm.agent_config import LocalLMConfig
+from llm_gym.training.config import ScheduleConfig
 
 
 @dataclass(frozen=True, kw_only=True)
-class SFTConfig(LocalLMConfig):
+class SFTConfig(LocalLMConfig, ScheduleConfig):
+    """The model (LocalLMConfig) and the optimiser and its schedule (ScheduleConfig) as ppo_lora names them, and
+    sft's own fields below."""
+
     first_fields: ClassVar[tuple[str, ...]] = ("demos", "epochs", "seed", "model", "action_mode", "learning_rate",
-        "trainable_layers", "batch_size", "eval_episodes", "threads")  # fmt: skip
+        "trainable_layers", "minibatch_size", "eval_episodes", "threads")  # fmt: skip
     """The fields `llm-gym agents` shows first."""
+    renamed: ClassVar[Mapping[str, str]] = {"warmup_steps": "warmup_updates", "batch_size": "minibatch_size"}
+    """sft's first names of the knobs every learner now names alike (ppo_lora's names)."""
     demos: str = training_only("")
     """The demonstrations file (JSONL from ``llm-gym demos``); required."""
     total_steps: int = training_only(0)
@@ -58,23 +65,14 @@ class SFTConfig(LocalLMConfig):
     # -- optimisation ------------------------------------------------------------------------------------------
     epochs: int = training_only(3)
     """Passes over the training demos."""
-    batch_size: int = training_only(16)
-    """Demos per gradient step."""
+    learning_rate: float = 5e-4
+    minibatch_size: int = 16
+    warmup_updates: int = 5
     micro_batch_size: int = training_only(16)
-    """Demos per forward/backward pass: a larger ``batch_size`` accumulates the gradient over micro-batches (the
+    """Demos per forward/backward pass: a larger ``minibatch_size`` accumulates the gradient over micro-batches (the
     same gradient, less memory). Demos a batch repeats (the same prompt and answer) run as one row counted as often
     (the same loss and gradient), so this is distinct demos per pass. Memory grows with it: LoRA on every layer of the default model in float32 takes
-    about 0.5 GiB per tic-tac-toe demo (batch_size=64 in one pass ran out of 24 GiB)."""
-    learning_rate: float = training_only(5e-4)
-    """Peak AdamW learning rate (LoRA weights and value head); cosine decay to min_lr_ratio after warmup_steps."""
-    warmup_steps: int = training_only(5)
-    """Gradient steps of linear warm-up."""
-    min_lr_ratio: float = training_only(0.1)
-    """Final learning rate as a fraction of the peak."""
-    weight_decay: float = training_only(0.0)
-    """AdamW weight decay."""
-    max_grad_norm: float = training_only(1.0)
-    """Gradient-norm clip."""
+    about 0.5 GiB per tic-tac-toe demo (minibatch_size=64 in one pass ran out of 24 GiB)."""
     choice_loss_coef: float = training_only(0.0)
     """Weight of the choice loss beside the answer loss: the cross-entropy of the demo's answer among the legal
     actions under score mode's softmax over each action's sequence log-likelihood, i.e. of the very decision greedy
@@ -130,7 +128,7 @@ class SFTConfig(LocalLMConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("epochs", "batch_size", "micro_batch_size", "lora_rank", "max_new_tokens"):
+        for name in ("epochs", "minibatch_size", "micro_batch_size", "lora_rank", "max_new_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0.0 <= self.validation_fraction < 1.0:
@@ -146,7 +144,7 @@ class SFTConfig(LocalLMConfig):
             "max_demos",
             "eval_every",
             "eval_episodes",
-            "warmup_steps",
+            "warmup_updates",
             "checkpoint_every",
         ):
             if getattr(self, name) < 0:

@@ -105,15 +105,15 @@ def start_session(config: SFTConfig, env: EnvConfig, run: Run, callbacks: Sequen
         targets = value_targets(part, config.value_gamma, config.demos)
         examples = [encoder.encode(r, t) for r, t in zip(part, targets, strict=True)]
         check_lengths(examples, part, context, config.demos)
-        return Batches(ac, examples, config.batch_size, with_choices, merge_repeats, cache)
+        return Batches(ac, examples, config.minibatch_size, with_choices, merge_repeats, cache)
 
     # Repeated demos run once per batch; with LoRA dropout each copy would draw its own mask, so training keeps them.
     train_data, val_data = batches(train_records, config.lora_dropout == 0), batches(val_records, True)
     params = ac.trainable_parameters()
     optimizer = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=config.weight_decay)
-    steps_per_epoch = math.ceil(len(train_data) / config.batch_size)
+    steps_per_epoch = math.ceil(len(train_data) / config.minibatch_size)
     total_steps = config.epochs * steps_per_epoch
-    warmup = min(config.warmup_steps, total_steps // 5)  # a short run still reaches its peak learning rate
+    warmup = min(config.warmup_updates, total_steps // 5)  # a short run still reaches its peak learning rate
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: cosine_schedule(s, total_steps, 1.0, config.min_lr_ratio, warmup=warmup)
     )

@@ -73,8 +73,8 @@ def train_epoch(s: Session, progress: Progress, task: TaskID) -> None:
     order = torch.randperm(len(s.train_data), generator=s.generator).tolist()
     s.ac.model.train()
     try:
-        for start in range(s.position, len(order), config.batch_size):
-            index = order[start : start + config.batch_size]
+        for start in range(s.position, len(order), config.minibatch_size):
+            index = order[start : start + config.minibatch_size]
             s.optimizer.zero_grad(set_to_none=True)
             step_scalars = accumulate(s.train_data, s.ac, index, config)
             grad_norm = torch.nn.utils.clip_grad_norm_(s.params, config.max_grad_norm)

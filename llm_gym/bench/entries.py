@@ -7,7 +7,8 @@ resolved config counts only the fields its run's saved config names (under their
 them): an option added to the agent after the run was trained, and a setting equal to what the run would play with
 anyway, leave the identity of the run's stored episodes as it was. An agent entry gets the same treatment from the
 store (:func:`keep_stored_identity`): a config field added to the agent since its episodes were stored leaves their
-identity as it was while the field keeps its default.
+identity as it was while the field keeps its default, and a field renamed since then (the config's ``renamed``)
+counts under the name it was stored under.
 
 An agent entry's ``set`` is checked as ``llm-gym play --agent NAME --set`` checks it: a training-only field set away
 from its default is refused in one line (the untrained policy never reads it, and it would still change the
@@ -105,20 +106,25 @@ class ResolvedEntry:
     """What the identity counts for each dict field holding another agent's settings (``base_config``, see
     :func:`_counted_nested`): as that agent's config takes them, keys at that agent's defaults left out, speed-only
     keys at the entry base's values. So neither a speed-only key nor a key at its default changes the identity."""
+    counted_names: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Fields the identity counts under an old name (``AgentConfig.renamed``, new -> old): those of an identity
+    stored before the rename, which hashed them under the old one (:func:`keep_stored_identity`). So renaming a
+    field replays no stored episode."""
 
     def counted_config(self) -> dict[str, Any]:
         """The config as the identity counts it: speed-only fields at :attr:`speed_counted_as`, a nested agent's
-        settings as :attr:`nested_counted_as`."""
+        settings as :attr:`nested_counted_as`, each field under its :attr:`counted_names` name."""
         config = dataclasses.asdict(self.config)
         config.update({k: v for k, v in self.speed_counted_as.items() if k in config})
         config.update({k: v for k, v in self.nested_counted_as.items() if k in config})
-        return config
+        return {self.counted_names.get(k, k): v for k, v in config.items()}
 
     @cached_property
     def entry_hash(self) -> str:
         config = self.counted_config()
         if self.saved_fields is not None:
-            config = {k: v for k, v in config.items() if k in self.saved_fields}
+            counted = {self.counted_names.get(k, k) for k in self.saved_fields}
+            config = {k: v for k, v in config.items() if k in counted}
         return short_hash({"agent": self.agent_name, "config": config, "checkpoint": self.checkpoint_hash})
 
     @property
@@ -234,7 +240,9 @@ def keep_stored_identity(resolved: ResolvedEntry, stored: Mapping[tuple[str, str
     * (agent entries) by fields the stored config does not name (added to the agent later) while those fields have
       their default values;
     * by the values of speed-only fields (``threads``): the identity then counts them at the stored values, so
-      episodes stored with ``threads = 4`` are the entry's episodes under ``threads = 1`` too.
+      episodes stored with ``threads = 4`` are the entry's episodes under ``threads = 1`` too;
+    * by the names of renamed fields (the config's ``renamed``: sft's ``batch_size`` is ``minibatch_size`` now): the
+      identity then counts them under the names the stored config has.
 
     ``stored`` is :meth:`EpisodeStore.entry_info` (``(entry, entry_hash) -> {agent, config, ...}``). A candidate
     counts only if hashing the current config that way gives exactly the stored hash, so a changed value of a known
@@ -247,13 +255,26 @@ def keep_stored_identity(resolved: ResolvedEntry, stored: Mapping[tuple[str, str
         if entry != resolved.name or info.get("agent") != resolved.agent_name:
             continue
         config = info.get("config", {})
-        candidates = [] if resolved.checkpoint is not None else [_without_newer_fields(resolved, frozenset(config))]
+        named = _under_stored_names(resolved, config)
+        candidates: list[ResolvedEntry | None] = [] if named is resolved else [named]
+        if resolved.checkpoint is None:
+            candidates.append(_without_newer_fields(named, frozenset(config)))
         if speed & config.keys():
             candidates += [_with_stored_speed(c, config, speed) for c in [resolved, *candidates] if c is not None]
         for candidate in candidates:
             if candidate is not None and candidate.entry_hash == entry_hash:
                 return candidate
     return resolved
+
+
+def _under_stored_names(resolved: ResolvedEntry, stored: Mapping[str, Any]) -> ResolvedEntry:
+    """``resolved`` counting each renamed field under its old name where the ``stored`` config names the old and not
+    the new one (it was stored, and hashed, before the rename); ``resolved`` itself where none was."""
+    renamed = getattr(type(resolved.config), "renamed", {})
+    old_names = {new: old for old, new in renamed.items() if old in stored and new not in stored}
+    if not old_names:
+        return resolved
+    return dataclasses.replace(resolved, counted_names={**resolved.counted_names, **old_names})
 
 
 def _without_newer_fields(resolved: ResolvedEntry, known: frozenset[str]) -> ResolvedEntry | None:
@@ -264,6 +285,7 @@ def _without_newer_fields(resolved: ResolvedEntry, known: frozenset[str]) -> Res
         defaults = dataclasses.asdict(type(resolved.config)())
     except (TypeError, ValueError):
         return None  # a config without defaults for every field: no field can have been added with one
+    defaults = {resolved.counted_names.get(k, k): v for k, v in defaults.items()}
     newer = current.keys() - known
     if not known <= current.keys() or any(canonical_json(current[k]) != canonical_json(defaults[k]) for k in newer):
         return None

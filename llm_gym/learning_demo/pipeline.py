@@ -189,7 +189,7 @@ def sft_settings(config: LearningDemoConfig, demos: Path) -> dict[str, Any]:
         "threads": config.threads,
         "trainable_layers": config.trainable_layers,
         "epochs": config.epochs,
-        "batch_size": config.batch_size,
+        "minibatch_size": config.batch_size,
         "learning_rate": config.learning_rate,
         "choice_loss_coef": config.choice_loss_coef,
         "choice_target": config.choice_target,

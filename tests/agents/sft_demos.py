@@ -62,5 +62,5 @@ def sft_settings(model: Path, demos: Path, **overrides: Any) -> Any:
     from llm_gym.agents.sft.config import SFTConfig
 
     base = dict(model=str(model), demos=str(demos), dtype="float32", threads=1, trainable_layers=1, progress=False)
-    base |= dict(eval_episodes=0, batch_size=8, learning_rate=3e-3, warmup_steps=0)
+    base |= dict(eval_episodes=0, minibatch_size=8, learning_rate=3e-3, warmup_updates=0)
     return SFTConfig(**{**base, **overrides})

@@ -22,7 +22,6 @@ from llm_gym.plugins import agents
 TTT = "OpenSpiel-tic_tac_toe-v0"
 
 SAME_NAME_OTHER_EFFECT = {
-    "batch_size": "sft: demos per gradient step (trains); lm, reflection: prompts per forward pass (speed)",
     "temperature": "lm: sampling temperature of play; reflection: of the trial only (its policy plays greedily)",
     "lora_targets": "ppo_lora, sft: fixed by the checkpoint; reflection: the shape of a fresh adapter only",
 }

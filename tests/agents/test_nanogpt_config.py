@@ -54,8 +54,8 @@ def test_a_field_given_explicitly_overrides_the_preset_and_survives_a_preset_swi
 def test_default_is_the_cpu16_preset_which_is_cpu_with_16_envs_and_the_key_frequency_bias() -> None:
     config = NanoGPTPPOConfig()
     assert config.preset == "cpu16"
-    assert config.batch_size == 16 * PRESETS["cpu"]["num_steps"]
-    assert NanoGPTPPOConfig(total_steps=config.batch_size + 1).num_updates == 2
+    assert config.rollout_size == 16 * PRESETS["cpu"]["num_steps"]
+    assert NanoGPTPPOConfig(total_steps=config.rollout_size + 1).num_updates == 2
     differs = {k for k, v in PRESETS["cpu16"].items() if PRESETS["cpu"][k] != v}
     assert differs == {"num_envs", "key_frequency_bias"} and config.resolved().key_frequency_bias
 
@@ -85,16 +85,14 @@ def test_old_field_names_say_the_new_one_and_old_runs_still_load() -> None:
     assert (config.num_steps, config.update_epochs, config.threads, config.learning_rate) == (16, 2, 1, 1e-3)
 
 
-def test_resolved_settings_are_fully_typed() -> None:
+def test_the_resolved_config_is_the_same_class_with_no_field_left_at_none() -> None:
+    """resolved() fills the preset's fields into the config itself (no second class re-declaring them), so the
+    training loop reads one set of fields: every one set, and resolving again changes nothing."""
     import dataclasses
-    import typing
-
-    from llm_gym.agents.nanogpt_ppo.config import NanoGPTSettings
 
     for preset in PRESETS:
-        settings = NanoGPTPPOConfig(preset=preset).resolved()
-        assert isinstance(settings, NanoGPTSettings)
-        hints = typing.get_type_hints(NanoGPTSettings)
-        for f in dataclasses.fields(settings):
-            assert getattr(settings, f.name) is not None, f.name
-            assert type(None) not in typing.get_args(hints[f.name]), f.name
+        config = NanoGPTPPOConfig(preset=preset, n_layer=3)  # type: ignore[arg-type]
+        settings = config.resolved()
+        assert type(settings) is NanoGPTPPOConfig and settings.resolved() == settings
+        assert all(getattr(settings, f.name) is not None for f in dataclasses.fields(settings))
+        assert settings.n_layer == 3 and settings.learning_rate == PRESETS[preset]["learning_rate"]

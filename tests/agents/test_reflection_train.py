@@ -32,7 +32,7 @@ FAST = dict(
     progress=False,
     batch_size=8,
     lora_rank=4,
-    epochs=2,
+    update_epochs=2,
     reflection_tokens=12,
     reflection_answer="scored",
 )

@@ -106,7 +106,9 @@ def test_a_unit_value_head_is_trained_here_and_a_ppo_run_with_the_same_input_tak
 def test_a_run_killed_inside_an_epoch_resumes_to_the_same_weights(
     tiny_model_dir: Path, ttt_demos: Path, tmp_path: Path
 ) -> None:
-    config = sft_settings(tiny_model_dir, ttt_demos, epochs=2, batch_size=4, checkpoint_every=1, keep_checkpoints=100)
+    config = sft_settings(
+        tiny_model_dir, ttt_demos, epochs=2, minibatch_size=4, checkpoint_every=1, keep_checkpoints=100
+    )
     straight, run = _train(tmp_path / "straight", config)
     steps = [step for step, _ in run.checkpoints()]
     per_epoch = straight["demo_decisions"]["train"]
@@ -152,9 +154,11 @@ def test_a_resume_trains_at_the_learning_rate_it_is_given(
     brought the old rate back; X now applies from the resumed point of the schedule on."""
     from llm_gym.agents.sft.train import STATE_FILE
 
-    first = sft_settings(tiny_model_dir, ttt_demos, epochs=1, batch_size=4, checkpoint_every=1, keep_checkpoints=100)
+    first = sft_settings(
+        tiny_model_dir, ttt_demos, epochs=1, minibatch_size=4, checkpoint_every=1, keep_checkpoints=100
+    )
     _, run = _train(tmp_path / "run", first)
-    faster = sft_settings(tiny_model_dir, ttt_demos, epochs=2, batch_size=4, checkpoint_every=1, keep_checkpoints=100,
+    faster = sft_settings(tiny_model_dir, ttt_demos, epochs=2, minibatch_size=4, checkpoint_every=1, keep_checkpoints=100,
                           learning_rate=first.learning_rate * 10)  # fmt: skip
     resumed, _ = _train(tmp_path / "run", faster, resume=True)
     state = torch.load(Path(resumed["checkpoint"]) / STATE_FILE, weights_only=True)

@@ -9,15 +9,20 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from llm_gym import Agent, AgentConfig, Callback, EnvConfig, Run, training_only
+from llm_gym import Agent, Callback, EnvConfig, Run, training_only
 from llm_gym.callbacks import should_stop
+from llm_gym.training.config import PPOConfig
 from llm_gym_sb3.features import GameStateFeatures, state_features
 
 MODEL_FILE = "model.zip"
 
 
 @dataclass(frozen=True, kw_only=True)
-class Sb3PPOConfig(AgentConfig):
+class Sb3PPOConfig(PPOConfig):
+    """PPO's fields as every llm-gym PPO agent names them (PPOConfig: num_steps is SB3's n_steps, minibatch_size its
+    batch_size, update_epochs its n_epochs, clip_coef its clip_range, value_clip_coef its clip_range_vf with 0 for
+    None, value_coef its vf_coef, entropy_coef its ent_coef), at SB3's defaults where llm-gym's differ."""
+
     renamed: ClassVar[Mapping[str, str]] = dict(
         n_steps="num_steps",
         batch_size="minibatch_size",
@@ -28,24 +33,13 @@ class Sb3PPOConfig(AgentConfig):
 
     total_steps: int = training_only(200_000)
     """Environment steps to train for, summed over parallel envs."""
-    num_envs: int = training_only(8)
-    """Parallel envs (a DummyVecEnv)."""
-    learning_rate: float = training_only(2.5e-4)
-    """Adam learning rate."""
-    num_steps: int = training_only(128)
-    """Steps per env per rollout (SB3's n_steps)."""
-    minibatch_size: int = training_only(256)
-    """Minibatch size (SB3's batch_size)."""
-    update_epochs: int = training_only(4)
-    """Optimisation epochs per rollout (SB3's n_epochs)."""
-    gamma: float = training_only(0.99)
-    """Discount."""
-    gae_lambda: float = training_only(0.95)
-    """GAE lambda."""
-    clip_coef: float = training_only(0.1)
-    """PPO clip coefficient (SB3's clip_range)."""
-    entropy_coef: float = training_only(0.01)
-    """Entropy bonus coefficient (SB3's ent_coef)."""
+    learning_rate: float = 2.5e-4
+    num_steps: int = 128
+    minibatch_size: int = 256
+    update_epochs: int = 4
+    clip_coef: float = 0.1
+    value_clip_coef: float = 0.0
+    max_grad_norm: float = 0.5
     checkpoint_every: int = training_only(20_000)
     """Env steps between checkpoints."""
 
@@ -127,7 +121,11 @@ class Sb3PPOAgent(Agent):
                 gamma=config.gamma,
                 gae_lambda=config.gae_lambda,
                 clip_range=config.clip_coef,
+                clip_range_vf=config.value_clip_coef or None,
+                vf_coef=config.value_coef,
                 ent_coef=config.entropy_coef,
+                max_grad_norm=config.max_grad_norm,
+                target_kl=config.target_kl or None,
                 seed=config.seed,
                 device="cpu",
                 verbose=0,
