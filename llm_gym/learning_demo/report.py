@@ -153,18 +153,20 @@ def _agreement_lines(result: LearningDemoResult) -> list[str]:
             f"{a.label.split(':')[0]}: the demonstrator's answer in {a.agreed_decisions}/{positions.decisions} of its "
             f"held-out decisions ({a.agreed_positions}/{len(positions)} positions)"
         )
-        if any(p.values for p in positions):
-            line += f", an answer as good by its values in {a.best_decisions}/{positions.decisions}"
-        lines.append(line)
+        lines.append(line + _as_good(positions, a.best_decisions, positions.decisions))
     for u in result.unreached_agreements if unreached else ():
         line = (
             f"{u.label.split(':')[0]}, in the {len(unreached)} positions the demonstrator never reaches (in no "
             f"demonstration): its answer in {u.agreed_positions}/{len(unreached)}"
         )
-        if any(p.values for p in unreached):
-            line += f", an answer as good by its values in {u.best_positions}/{len(unreached)}"
-        lines.append(line)
+        lines.append(line + _as_good(unreached, u.best_positions, len(unreached)))
     return lines
+
+
+def _as_good(positions: Positions, best: int, out_of: int) -> str:
+    """How often the answer was as good as the demonstrator's by its values, where the positions carry values
+    (nothing where none does: only the exact match can be counted then)."""
+    return f", an answer as good by its values in {best}/{out_of}" if any(p.values for p in positions) else ""
 
 
 def _marked(position: Position, answer: int) -> str:
@@ -182,27 +184,42 @@ def write_plot(result: LearningDemoResult) -> Path:
     """Games won (Wilson 95% intervals) and mean return (95% t intervals) of every row, side by side, as a PNG in
     the run directory; returns its path."""
     plt = pyplot("the learning demo's plot", "lm")
-    arms = [result.before, result.after, *result.references]
-    colours = ["tab:red", "tab:green"] + ["tab:gray"] * len(result.references)
-    labels = [arm.label.replace(": ", ":\n").replace(" (", "\n(") for arm in arms]
     figure, (wins_axis, return_axis) = plt.subplots(1, 2, figsize=(10, 4))
+    arms, colours, labels = plot_games_won(wins_axis, result, "games won (Wilson 95% CI)")
     for i, (arm, colour) in enumerate(zip(arms, colours, strict=True)):
-        rate, low, high = arm.win_rate()
-        wins_axis.errorbar(i, rate, yerr=[[rate - low], [high - rate]], fmt="o", capsize=6, color=colour)
         mean, half = arm.mean_return()
         return_axis.errorbar(i, mean, yerr=half, fmt="o", capsize=6, color=colour)
-    for axis, title in ((wins_axis, "games won (Wilson 95% CI)"), (return_axis, "mean return (95% CI)")):
-        axis.set_xticks(range(len(arms)), labels, fontsize=8)
-        axis.set_title(title)
-        axis.grid(axis="y", alpha=0.3)
-    wins_axis.set_ylim(0, 1)
+    return_axis.set_xticks(range(len(arms)), labels, fontsize=8)
+    return_axis.set_title("mean return (95% CI)")
+    return_axis.grid(axis="y", alpha=0.3)
     config = result.config
     figure.suptitle(
         f"{Path(config.model).name} on {config.env_id}\nbefore and after sft on {config.demonstrator}'s play, "
         f"{result.after.n} held-out games"
     )
+    return save_plot(plt, figure, result.run_path / PLOT_FILE)
+
+
+def plot_games_won(axis: Any, result: Any, title: str) -> tuple[list[Any], list[str], list[str]]:
+    """Each row's games won with its Wilson 95% interval on ``axis``: before (red), after (green), the references
+    (grey), in the table's order. Returns the rows, their colours and labels, for a second panel over them. Both
+    demos (sft's ``LearningDemoResult``, the RL demo's ``RLDemoResult``) draw this panel."""
+    arms = [result.before, result.after, *result.references]
+    colours = ["tab:red", "tab:green"] + ["tab:gray"] * len(result.references)
+    labels = [arm.label.replace(": ", ":\n").replace(" (", "\n(") for arm in arms]
+    for i, (arm, colour) in enumerate(zip(arms, colours, strict=True)):
+        rate, low, high = arm.win_rate()
+        axis.errorbar(i, rate, yerr=[[rate - low], [high - rate]], fmt="o", capsize=6, color=colour)
+    axis.set_xticks(range(len(arms)), labels, fontsize=8)
+    axis.set_title(title)
+    axis.set_ylim(0, 1)
+    axis.grid(axis="y", alpha=0.3)
+    return arms, colours, labels
+
+
+def save_plot(plt: Any, figure: Any, path: Path) -> Path:
+    """Lay ``figure`` out, write it to ``path`` as a PNG and free it (pyplot keeps every open figure)."""
     figure.tight_layout()
-    path = result.run_path / PLOT_FILE
     figure.savefig(path, dpi=100)
     plt.close(figure)
     return path

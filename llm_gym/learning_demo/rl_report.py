@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.table import Table
 
 from llm_gym.config import from_dict
-from llm_gym.learning_demo.report import arm_row, render_table, run_lines
+from llm_gym.learning_demo.report import arm_row, plot_games_won, render_table, run_lines, save_plot
 from llm_gym.learning_demo.rl import RLDemoResult, ScoredArm
 from llm_gym.plugins import get_agent
 from llm_gym.training.curves import pyplot
@@ -67,17 +67,8 @@ def write_rl_plot(result: RLDemoResult) -> Path:
     """Games won (Wilson 95% intervals) of every row, and the greedy policy's exact return during training against
     the best response's and random's, as a PNG in the run directory; returns its path."""
     plt = pyplot("the learning demo's plot", "lm")
-    arms = [result.before, result.after, *result.references]
-    colours = ["tab:red", "tab:green"] + ["tab:gray"] * len(result.references)
-    labels = [arm.label.replace(": ", ":\n").replace(" (", "\n(") for arm in arms]
     figure, (wins_axis, curve_axis) = plt.subplots(1, 2, figsize=(11, 4))
-    for i, (arm, colour) in enumerate(zip(arms, colours, strict=True)):
-        rate, low, high = arm.win_rate()
-        wins_axis.errorbar(i, rate, yerr=[[rate - low], [high - rate]], fmt="o", capsize=6, color=colour)
-    wins_axis.set_xticks(range(len(arms)), labels, fontsize=8)
-    wins_axis.set_title(f"games won of {result.after.n} held-out (Wilson 95% CI)")
-    wins_axis.set_ylim(0, 1)
-    wins_axis.grid(axis="y", alpha=0.3)
+    plot_games_won(wins_axis, result, f"games won of {result.after.n} held-out (Wilson 95% CI)")
     if result.curve:
         steps = [row[0] for row in result.curve]
         curve_axis.plot(steps, [row[1] for row in result.curve], "o-", color="tab:green", label="greedy policy")
@@ -90,8 +81,4 @@ def write_rl_plot(result: RLDemoResult) -> Path:
     curve_axis.legend(fontsize=8)
     curve_axis.grid(alpha=0.3)
     figure.suptitle(f"{Path(result.config.model).name} learns {result.config.env_id} by reinforcement learning")
-    figure.tight_layout()
-    path = result.run_path / PLOT_FILE
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    return path
+    return save_plot(plt, figure, result.run_path / PLOT_FILE)
