@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated
 
@@ -90,7 +91,7 @@ def sweep(
             console.print(f"  {run.state:6} {run.name}", markup=False, soft_wrap=True)
         return
     sweep_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(sweep_dir / plan.SWEEP_FILE, spec.record())
+    write_json_atomic(sweep_dir / plan.SWEEP_FILE, dataclasses.asdict(spec))  # its fields, tuples as JSON lists
 
     def report(line: str) -> None:
         console.print(line, markup=False, soft_wrap=True)

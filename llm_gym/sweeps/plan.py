@@ -40,16 +40,6 @@ class SweepSpec:
     env_args: tuple[str, ...] = ()
     """``--env-arg key=value`` items of every run."""
 
-    def record(self) -> dict[str, Any]:
-        return {
-            "agent": self.agent,
-            "env_id": self.env_id,
-            "grid": self.grid,
-            "seeds": list(self.seeds),
-            "sets": list(self.sets),
-            "env_args": list(self.env_args),
-        }
-
 
 @dataclass(frozen=True)
 class PlannedRun:
