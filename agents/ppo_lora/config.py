@@ -7,14 +7,14 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from llm_gym.config import training_only
-from llm_gym.lm.agent_config import LocalLMConfig
+from llm_gym.lm.agent_config import LoRAConfig
 from llm_gym.rl.advantages import GROUP_ESTIMATORS
 from llm_gym.training.config import PPOConfig, ScheduleConfig
 
 
 @dataclass(frozen=True, kw_only=True)
-class PPOLoRAConfig(LocalLMConfig, PPOConfig, ScheduleConfig):
-    """The model (LocalLMConfig), PPO's rollouts and losses (PPOConfig) and the learning-rate schedule
+class PPOLoRAConfig(LoRAConfig, PPOConfig, ScheduleConfig):
+    """The model and its LoRA (LoRAConfig), PPO's rollouts and losses (PPOConfig) and the learning-rate schedule
     (ScheduleConfig) as every agent names them, and ppo_lora's own fields below."""
 
     # Old field names that runs saved before a rename still load under (num_minibatches lived for one day).
@@ -101,17 +101,6 @@ class PPOLoRAConfig(LocalLMConfig, PPOConfig, ScheduleConfig):
     """Start from this checkpoint (an sft or ppo_lora checkpoint directory, or a run directory: its newest one):
     its adapter/ and, where present, value_head.pt, instead of a fresh LoRA (whose shape then comes from the
     adapter; trainable_layers must match it). Ignored on --resume, which continues from the run's own checkpoint."""
-    trainable_layers: int = 8
-    """LoRA on the top N decoder layers; the frozen layers below run once per decision and their output is reused
-    by every epoch and by the reference policy. 0: all layers."""
-    lora_rank: int = 16
-    """LoRA rank r."""
-    lora_alpha: float = 32.0
-    """LoRA scaling alpha (the update is scaled by alpha / r)."""
-    lora_dropout: float = training_only(0.0)
-    """Dropout on the LoRA input."""
-    lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-    """Module names that get LoRA adapters."""
 
     # -- PPO ---------------------------------------------------------------------------------------------------
     lr_schedule: Literal["cosine", "linear", "constant"] = training_only("cosine")

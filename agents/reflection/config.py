@@ -110,15 +110,8 @@ class ReflectionConfig(LocalLMConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in (
-            "iterations",
-            "episodes",
-            "max_steps",
-            "batch_size",
-            "update_epochs",
-            "minibatch_size",
-            "lora_rank",
-        ):
+        positive = ("iterations", "episodes", "max_steps", "batch_size", "update_epochs", "minibatch_size", "lora_rank")
+        for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0.0 <= self.reflection_rate <= 1.0:

@@ -13,14 +13,14 @@ from typing import ClassVar, Literal
 
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.config import training_only
-from llm_gym.lm.agent_config import LocalLMConfig
+from llm_gym.lm.agent_config import LoRAConfig
 from llm_gym.training.config import ScheduleConfig
 
 
 @dataclass(frozen=True, kw_only=True)
-class SFTConfig(LocalLMConfig, ScheduleConfig):
-    """The model (LocalLMConfig) and the optimiser and its schedule (ScheduleConfig) as ppo_lora names them, and
-    sft's own fields below."""
+class SFTConfig(LoRAConfig, ScheduleConfig):
+    """The model and its LoRA (LoRAConfig) and the optimiser and its schedule (ScheduleConfig) as ppo_lora declares
+    them, and sft's own fields below."""
 
     first_fields: ClassVar[tuple[str, ...]] = ("demos", "epochs", "seed", "model", "action_mode", "learning_rate",
         "trainable_layers", "minibatch_size", "eval_episodes", "threads")  # fmt: skip
@@ -48,19 +48,6 @@ class SFTConfig(LocalLMConfig, ScheduleConfig):
     """Start from this sft or ppo_lora checkpoint's adapter and value head (a run directory: its newest checkpoint)
     instead of a fresh LoRA, e.g. to continue on more demos. Its LoRA must sit on the layers ``trainable_layers``
     gives. The optimiser and schedule start fresh (``--resume`` continues a run of its own instead)."""
-
-    # -- LoRA (as in ppo_lora) ---------------------------------------------------------------------------------
-    trainable_layers: int = 8
-    """LoRA on the top N decoder layers; the frozen layers below run once per demo and their output is reused by
-    every epoch. 0: all layers."""
-    lora_rank: int = 16
-    """LoRA rank r."""
-    lora_alpha: float = 32.0
-    """LoRA scaling alpha (the update is scaled by alpha / r)."""
-    lora_dropout: float = training_only(0.0)
-    """Dropout on the LoRA input."""
-    lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-    """Module names that get LoRA adapters."""
 
     # -- optimisation ------------------------------------------------------------------------------------------
     epochs: int = training_only(3)

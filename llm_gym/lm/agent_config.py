@@ -1,6 +1,7 @@
 """The config fields every agent that loads a transformers model into its own process shares (``ppo_lora``,
 ``reflection``, ``sft``): which model, in what dtype, on which device, with how many torch threads, in what dtype a
-LoRA adapter computes, and whether a checkpoint plays with int8 weights."""
+LoRA adapter computes, and whether a checkpoint plays with int8 weights (:class:`LocalLMConfig`); and the LoRA on the
+top layers that ``ppo_lora`` and ``sft`` train (:class:`LoRAConfig`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from llm_gym.agent import AgentConfig
-from llm_gym.config import speed_only
+from llm_gym.config import speed_only, training_only
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,3 +32,22 @@ class LocalLMConfig(AgentConfig):
     """Playing only (``llm-gym play [--checkpoint RUN] --set quantize=int8``): int8 = after the adapter is merged,
     the decoder's Linear layers with int8 weights (on the CPU, which device=auto then picks; float32 around them; it
     changes the policy: docs/guides/lm.md "int8 weights"). Training stays float: train refuses int8."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoRAConfig(LocalLMConfig):
+    """An agent config whose agent trains LoRA adapters on the top layers of the model and reuses the frozen layers'
+    output (``ppo_lora``, and ``sft``, whose checkpoints ``ppo_lora`` continues from: the same fields make the same
+    adapter shape)."""
+
+    trainable_layers: int = 8
+    """LoRA on the top N decoder layers; the frozen layers below run once per decision (sft: per demo) and their
+    output is reused by every epoch (and ppo_lora's reference policy). 0: all layers."""
+    lora_rank: int = 16
+    """LoRA rank r."""
+    lora_alpha: float = 32.0
+    """LoRA scaling alpha (the update is scaled by alpha / r)."""
+    lora_dropout: float = training_only(0.0)
+    """Dropout on the LoRA input."""
+    lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    """Module names that get LoRA adapters."""
