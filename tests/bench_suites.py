@@ -8,6 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from llm_gym.bench.entries import canonical_json, env_hash
+from llm_gym.bench.store import EpisodeRow, EpisodeStore
+from llm_gym.bench.suite import Suite, SuiteEnv
+
 
 class Raw(str):
     """TOML text written as it is: a placeholder a test replaces later (``set = SETTINGS``), or an inline table."""
@@ -57,6 +61,28 @@ TTT_RANDOM = env("ttt-random", "OpenSpiel-tic_tac_toe-v0", args={"opponent": "ra
 """Tic-tac-toe against a random player, grouped with its game on the leaderboard."""
 RANDOM = entry("random", agent="random")
 SCRIPTED_ON_BREAKOUT = entry("scripted", agent="scripted", envs=["breakout"])
+
+
+def store_draws(
+    store: EpisodeStore, bench: Suite, env: SuiteEnv, name: str, entry_hash: str, config: dict[str, Any]
+) -> None:
+    """Store every episode ``bench`` asks of agent entry ``name`` (the agent of that name) on ``env``, each a one-move
+    draw, under the identity ``entry_hash`` and its ``config``: a store written before the agent's config changed,
+    for the tests of which identity a later run keeps."""
+    reads_text = True  # the agents these tests store (lm, sft) read the observation text
+    store.add_entry(name, entry_hash, name, config, None, None, {"cpus": 1})
+    for spec in bench.episodes():
+        if spec.entry != name or spec.env_label != env.label:
+            continue
+        store.add(
+            EpisodeRow(
+                suite=bench.name, split=spec.split, entry=name, entry_hash=entry_hash, agent=name,
+                checkpoint_hash=None, env_label=env.label, game=env.game, env_id=env.env_id,
+                env_args=canonical_json(dict(env.args)), env_hash=env_hash(env, reads_text), task_id=spec.task_id,
+                seed=spec.seed, episode_return=0.0, raw_return=0.0, score=0.5, length=1, truncated=False,
+                invalid_actions=0, decisions=1, tokens=None, wall_seconds=0.1, llm_gym_version="0.1.0",
+            )
+        )  # fmt: skip
 
 
 def train_tiny_ttt_run(root: Path) -> Path:

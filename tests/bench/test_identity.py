@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from bench_suites import HELDOUT, RANDOM, entry, env, suite  # tests/bench_suites.py
+from bench_suites import HELDOUT, RANDOM, entry, env, store_draws, suite  # tests/bench_suites.py
 
 from llm_gym.bench.entries import env_hash, resolve_entry, short_hash
 from llm_gym.bench.runner import plan, resolve_entries
@@ -94,17 +94,7 @@ def test_a_field_added_with_its_default_keeps_the_stored_identity(tmp_path: Path
     assert older_hash != now.entry_hash
     env = suite.env("ttt")
     with EpisodeStore(tmp_path / "e.sqlite") as store:
-        store.add_entry("lm", older_hash, "lm", older_config, None, None, {"cpus": 1})
-        for spec in suite.episodes():
-            store.add(
-                EpisodeRow(
-                    suite=suite.name, split="heldout", entry="lm", entry_hash=older_hash, agent="lm",
-                    checkpoint_hash=None, env_label="ttt", game="tic_tac_toe", env_id=env.env_id, env_args="{}",
-                    env_hash=env_hash(env), task_id=None, seed=spec.seed, episode_return=0.0, raw_return=0.0,
-                    score=0.5, length=1, truncated=False, invalid_actions=0, decisions=1, tokens=None,
-                    wall_seconds=0.1, llm_gym_version="0.1.0",
-                )
-            )  # fmt: skip
+        store_draws(store, suite, env, "lm", older_hash, older_config)
         kept = resolve_entries(suite, store)[0]["lm"]
         assert kept.entry_hash == older_hash
         assert plan(suite, {"lm": kept}, store) == ([], 3)  # nothing to replay

@@ -8,11 +8,11 @@ import dataclasses
 import json
 from pathlib import Path
 
-from bench_suites import HELDOUT, TTT_RANDOM, entry, suite  # tests/bench_suites.py
+from bench_suites import HELDOUT, TTT_RANDOM, entry, store_draws, suite  # tests/bench_suites.py
 
-from llm_gym.bench.entries import env_hash, keep_stored_identity, resolve_entry, short_hash
+from llm_gym.bench.entries import keep_stored_identity, resolve_entry, short_hash
 from llm_gym.bench.runner import plan, resolve_entries
-from llm_gym.bench.store import EpisodeRow, EpisodeStore
+from llm_gym.bench.store import EpisodeStore
 from llm_gym.bench.suite import SuiteEntry, load_suite
 from llm_gym.config import to_dict
 from llm_gym.plugins import get_agent
@@ -36,18 +36,9 @@ def test_an_agent_entry_stored_under_the_old_names_keeps_its_identity(tmp_path: 
     old_hash = short_hash({"agent": "sft", "config": stored_config, "checkpoint": None})
     assert old_hash != now.entry_hash  # the names are part of the hash: without the mapping, a replay
     env = bench.env("ttt-random")
+    assert now.reads_text  # as store_draws stores it
     with EpisodeStore(tmp_path / "e.sqlite") as store:
-        store.add_entry("sft", old_hash, "sft", stored_config, None, None, {"cpus": 1})
-        for spec in bench.episodes():
-            store.add(
-                EpisodeRow(
-                    suite=bench.name, split="heldout", entry="sft", entry_hash=old_hash, agent="sft",
-                    checkpoint_hash=None, env_label=env.label, game="tic_tac_toe", env_id=env.env_id,
-                    env_args='{"opponent": "random"}', env_hash=env_hash(env, now.reads_text), task_id=None,
-                    seed=spec.seed, episode_return=0.0, raw_return=0.0, score=0.5, length=1, truncated=False,
-                    invalid_actions=0, decisions=1, tokens=None, wall_seconds=0.1, llm_gym_version="0.1.0",
-                )
-            )  # fmt: skip
+        store_draws(store, bench, env, "sft", old_hash, stored_config)
         kept = resolve_entries(bench, store)[0]["sft"]
         assert kept.entry_hash == old_hash
         assert plan(bench, {"sft": kept}, store) == ([], 2)  # nothing to replay
