@@ -8,7 +8,6 @@ from typing import Any, ClassVar, Literal
 
 from llm_gym.config import training_only
 from llm_gym.lm.agent_config import LoRAConfig
-from llm_gym.rl.advantages import GROUP_ESTIMATORS
 from llm_gym.training.config import PPOConfig, ScheduleConfig
 
 
@@ -279,7 +278,9 @@ class PPOLoRAConfig(LoRAConfig, PPOConfig, ScheduleConfig):
     @property
     def uses_groups(self) -> bool:
         """The advantage estimator compares groups of episodes and needs no value head."""
-        return self.advantage in GROUP_ESTIMATORS
+        # Every estimator but gae (llm_gym.rl.advantages.GROUP_ESTIMATORS; tests/test_light_imports.py checks they
+        # agree): importing llm_gym.rl here loaded torch with every CLI run, since the plugin loads this module.
+        return self.advantage != "gae"
 
     def _check_groups(self) -> None:
         if self.group_size < 2 or self.num_envs % self.group_size:
