@@ -59,7 +59,7 @@ def test_repeated_demos_run_once_with_the_same_loss_and_gradient(
 
 
 def test_a_micro_batch_is_distinct_rows(tiny_model_dir: Path, kuhn_demos: Path) -> None:
-    config = sft_settings(tiny_model_dir, kuhn_demos, value_coef=0.5, batch_size=32, micro_batch_size=3)
+    config = sft_settings(tiny_model_dir, kuhn_demos, value_coef=0.5, minibatch_size=32, micro_batch_size=3)
     ac = ActorCritic(config.as_ppo_lora(), EnvTraits.probe(EnvConfig(KUHN)).instructions)
     records = read_demos(kuhn_demos)
     data = Batches(ac, [DemoEncoder(ac.builder, True).encode(r, r.return_to_go) for r in records], batch_size=32)
