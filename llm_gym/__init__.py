@@ -16,6 +16,7 @@ from llm_gym.envs.checker import check_llm_env
 from llm_gym.hookspecs import hookimpl
 from llm_gym.runs import Run
 from llm_gym.training.checkpoints import load_policy
+from llm_gym.training.config import PPOConfig
 from llm_gym.training.evaluation import EpisodeResult, run_episodes
 
 __version__ = "0.1.0"
@@ -26,6 +27,7 @@ __all__ = [
     "EnvConfig",
     "EpisodeResult",
     "InvalidActionPolicy",
+    "PPOConfig",
     "ParsedAction",
     "Policy",
     "Run",

@@ -9,9 +9,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from llm_gym import Agent, Callback, EnvConfig, Run, training_only
+from llm_gym import Agent, Callback, EnvConfig, PPOConfig, Run, training_only
 from llm_gym.callbacks import should_stop
-from llm_gym.training.config import PPOConfig
 from llm_gym_sb3.features import GameStateFeatures, state_features
 
 MODEL_FILE = "model.zip"
