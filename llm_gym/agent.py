@@ -57,10 +57,12 @@ class AgentConfig:
     ``update_epochs`` (passes over a rollout), ``num_envs``, ``num_steps`` (steps per env between updates),
     ``minibatch_size``, ``gamma``, ``gae_lambda``, ``clip_coef``, ``value_clip_coef``, ``value_coef``,
     ``entropy_coef``, ``max_grad_norm``, ``eval_every`` / ``eval_episodes`` / ``eval_max_steps``,
-    ``checkpoint_every`` / ``keep_checkpoints``, ``threads`` (torch threads), ``device``, ``progress``. A number
+    ``checkpoint_every`` / ``keep_checkpoints``, ``threads`` (torch threads), ``device``, ``progress``. The
+    learners' shared fields are declared once, in blocks a config inherits (:mod:`llm_gym.training.config`:
+    ``OptimizerConfig``, ``ScheduleConfig``, ``PPOConfig``; :class:`llm_gym.lm.agent_config.LoRAConfig`). A number
     that switches something off is 0 ("0: off"), never None. A field that was renamed is listed in ``renamed``
-    (old name -> new name): ``--set old=...`` then fails with one line naming the new name, and a run saved under
-    the old name still loads. A field whose default changed after runs were saved without it is listed in
+    (old name -> new name): ``--set old=...`` then fails with one line naming the new name, a run saved under the
+    old name still loads, and bench episodes stored under it keep their identity. A field whose default changed after runs were saved without it is listed in
     ``saved_defaults`` (name -> the value those runs trained with), so they load as they trained.
     """
 
