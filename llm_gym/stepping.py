@@ -128,7 +128,7 @@ class EnvStepper:
         self._parked: dict[int, int] = {}
         self.on_group_start: Callable[[list[int]], None] | None = None
         """Called with a group's envs as they start together (after their reset): it may move them elsewhere, as
-        :class:`llm_gym.branches.Branches` does, setting their ``observations`` and ``infos``."""
+        :class:`llm_gym.training.branches.Branches` does, setting their ``observations`` and ``infos``."""
 
     def __len__(self) -> int:
         return self.envs.num_envs

@@ -88,7 +88,7 @@ class PPOLoRAConfig(LoRAConfig, PPOConfig, ScheduleConfig):
     branch_fraction: float = training_only(0.0)
     """group, step_group: the chance that a group starts at a state the policy visited earlier in the same rollout
     (reached again by replaying its episode's seed and actions) rather than at a new game's start, so that positions
-    deep in a game get a group of their own (llm_gym/branches.py). 0: every group starts at a reset."""
+    deep in a game get a group of their own (llm_gym/training/branches.py). 0: every group starts at a reset."""
 
     # -- LoRA and the value head -------------------------------------------------------------------------------
     init_seed: int | None = training_only(None)

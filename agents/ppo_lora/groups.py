@@ -20,11 +20,11 @@ from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.rollout import Rollout, cache_common_rules
 from llm_gym.agents.ppo_lora.strategies import Strategy
-from llm_gym.branches import Branches
 from llm_gym.envs.protocol import legal_choices
 from llm_gym.lm.backends import LMBackend
 from llm_gym.rl.advantages import EpisodeSteps, group_advantages
 from llm_gym.stepping import EnvStepper
+from llm_gym.training.branches import Branches
 
 
 @dataclass

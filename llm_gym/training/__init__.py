@@ -7,6 +7,7 @@
 * :mod:`~llm_gym.training.checkpoints`: the policy a checkpoint holds (``load_policy``), and
   :mod:`~llm_gym.training.setting_checks`: the settings it may play with; :mod:`~llm_gym.training.policy_copy`:
   a play-only copy of one;
+* :mod:`~llm_gym.training.branches`: groups of episodes that start at states a rollout visited (``branch_fraction``);
 * :mod:`~llm_gym.training.curves` and :mod:`~llm_gym.training.selection`: learning curves of finished runs, and
   choosing one of several runs on validation games.
 """

@@ -1,4 +1,4 @@
-"""ppo_lora's ``branch_fraction`` (llm_gym/branches.py) on tiny models and the real envs: a branched group's episodes
+"""ppo_lora's ``branch_fraction`` (llm_gym/training/branches.py) on tiny models and the real envs: a branched group's episodes
 start together at a state the rollout visited earlier, reached again by replay; their advantages compare the
 returns from there; a replay that misses its state is an error; the logs keep to games from a reset; a resumed
 branching run continues exactly; settings that cannot branch are refused in one line."""
@@ -20,10 +20,10 @@ from llm_gym.agents.ppo_lora.groups import GroupRollout, collect_groups
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.rollout import rollout_arrays
 from llm_gym.agents.ppo_lora.testing import resume_as_if_killed, tiny_config, train
-from llm_gym.branches import Branches, BranchPoint, replay
 from llm_gym.envs.tasks import TaskRange, UniformTaskSampler
 from llm_gym.rl.advantages import leave_one_out
 from llm_gym.stepping import EnvStepper, make_vector_env
+from llm_gym.training.branches import Branches, BranchPoint, replay
 
 TTT = "OpenSpiel-tic_tac_toe-v0"
 G = 4
