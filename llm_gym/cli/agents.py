@@ -136,7 +136,7 @@ def _table(*columns: str, title: str) -> Table:
 def first_sentence(doc: str) -> str:
     """The doc's first sentence (up to the first full stop that ends one), or the whole doc."""
     flat = " ".join(doc.split())
-    match = re.search(r"(?<![.\w]\w)\.(\s|$)", flat)
+    match = re.search(r"(?<![.\s]\w)\.(\s|$)", flat)  # not the stops inside "e.g." and "i.e."
     return flat[: match.end()].strip() if match else flat
 
 
