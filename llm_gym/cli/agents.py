@@ -13,7 +13,8 @@ import typer
 from rich import box
 from rich.table import Table
 
-from llm_gym.cli.common import JsonOption, cli_errors, console, print_json
+from llm_gym.cli.common import cli_errors, console, print_json
+from llm_gym.cli.options import JsonOption
 from llm_gym.config import config_table, field_effect, first_fields, nested_agent_fields
 from llm_gym.plugins import agent_owner, agents, get_agent
 from llm_gym.presets import agent_presets

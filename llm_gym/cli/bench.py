@@ -13,7 +13,8 @@ from llm_gym.bench.ray_runner import ray_module
 from llm_gym.bench.runner import run_suite
 from llm_gym.bench.store import EpisodeStore
 from llm_gym.bench.suite import load_suite
-from llm_gym.cli.common import JsonOption, cli_errors, console, err_console, print_json
+from llm_gym.cli.common import cli_errors, console, err_console, print_json
+from llm_gym.cli.options import JsonOption
 from llm_gym.errors import ConfigError
 
 

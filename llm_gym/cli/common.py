@@ -1,14 +1,12 @@
-"""What every command shares: one-line errors with exit code 2 (from llm_gym.commands), option aliases, config
-resolution."""
+"""What every command shares: one-line errors with exit code 2 (from llm_gym.commands), config resolution, JSON
+output. The shared option aliases are in :mod:`llm_gym.cli.options`."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 from pathlib import Path
-from typing import Annotated, Any
-
-import typer
+from typing import Any
 
 # The error policy and the consoles live below the CLI (plugins' commands use them too); re-exported here.
 from llm_gym.commands import EXIT_USER_ERROR as EXIT_USER_ERROR
@@ -17,27 +15,6 @@ from llm_gym.commands import console as console
 from llm_gym.commands import err_console as err_console
 from llm_gym.config import apply_overrides, load_config_file, parse_assignments
 from llm_gym.errors import ConfigError
-
-AgentOption = Annotated[str | None, typer.Option("--agent", "-a", help="Agent name (see `llm-gym agents`).")]
-EnvOption = Annotated[str | None, typer.Option("--env", "-e", help="Env id (see `llm-gym envs`).")]
-SeedOption = Annotated[
-    int | None, typer.Option("--seed", "-s", min=0, help="Seed, >= 0 (overrides the config's seed).")
-]
-ModelOption = Annotated[
-    str | None, typer.Option("--model", "-m", help="Model for LM agents: smollm2-135m, an HF id or a local dir.")
-]
-BackendOption = Annotated[
-    str | None, typer.Option("--backend", help="LM backend for LM agents: hf, openai, vllm (see `llm-gym plugins`).")
-]
-SetOption = Annotated[
-    list[str] | None, typer.Option("--set", help="Override one config field: key=value (repeatable).")
-]
-ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML (or JSON) file of config fields.")]
-EnvArgOption = Annotated[
-    list[str] | None,
-    typer.Option("--env-arg", help="Keyword argument for gym.make: key=value, value as JSON or text (repeatable)."),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for machines instead of a table.")]
 
 
 def resolve_config(

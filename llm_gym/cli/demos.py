@@ -12,20 +12,8 @@ import typer
 from llm_gym import __version__
 from llm_gym.agent import EnvConfig, Policy, policy_env_kwargs, sampling_policy
 from llm_gym.cli.checkpoint_settings import checkpoint_overrides
-from llm_gym.cli.common import (
-    BackendOption,
-    ConfigOption,
-    EnvArgOption,
-    EnvOption,
-    JsonOption,
-    ModelOption,
-    SetOption,
-    cli_errors,
-    console,
-    parse_env_args,
-    print_json,
-    resolve_config,
-)
+from llm_gym.cli.common import cli_errors, console, parse_env_args, print_json, resolve_config
+from llm_gym.cli.options import BackendOption, ConfigOption, EnvArgOption, EnvOption, JsonOption, ModelOption, SetOption
 from llm_gym.cli.task_report import episode_task_ids
 from llm_gym.config import parse_assignments, to_dict
 from llm_gym.demos.record import Answerer, DemoSummary, record_demos, trace_expected_stdout, trace_worked_answer

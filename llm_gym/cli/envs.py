@@ -7,7 +7,8 @@ import typer
 from rich import box
 from rich.table import Table
 
-from llm_gym.cli.common import JsonOption, cli_errors, console, print_json
+from llm_gym.cli.common import cli_errors, console, print_json
+from llm_gym.cli.options import JsonOption
 from llm_gym.envs.catalog import env_family, env_ids
 from llm_gym.errors import UnknownNameError
 

@@ -12,7 +12,9 @@ import typer
 
 from llm_gym.agent import EnvConfig, policy_env_kwargs, sampling_policy
 from llm_gym.cli.checkpoint_settings import checkpoint_overrides
-from llm_gym.cli.common import (
+from llm_gym.cli.common import cli_errors, console, err_console, parse_env_args, print_json, resolve_config
+from llm_gym.cli.exact_report import check_exact_env, exact_report, play_exact, print_exact
+from llm_gym.cli.options import (
     AgentOption,
     BackendOption,
     ConfigOption,
@@ -22,14 +24,7 @@ from llm_gym.cli.common import (
     ModelOption,
     SeedOption,
     SetOption,
-    cli_errors,
-    console,
-    err_console,
-    parse_env_args,
-    print_json,
-    resolve_config,
 )
-from llm_gym.cli.exact_report import check_exact_env, exact_report, play_exact, print_exact
 from llm_gym.cli.play_progress import PlayProgress
 from llm_gym.cli.play_report import print_episodes
 from llm_gym.cli.task_report import episode_task_ids, has_outcomes, outcome, per_game

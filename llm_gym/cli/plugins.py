@@ -5,7 +5,8 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from llm_gym.cli.common import JsonOption, cli_errors, console, print_json
+from llm_gym.cli.common import cli_errors, console, print_json
+from llm_gym.cli.options import JsonOption
 from llm_gym.plugins import agent_registry, backend_registry, plugin_failures, plugins
 
 

@@ -11,17 +11,8 @@ from rich.table import Table
 from llm_gym.agent import EnvConfig, policy_env_kwargs
 from llm_gym.atomic import write_json_atomic
 from llm_gym.cli.checkpoint_settings import checkpoint_overrides
-from llm_gym.cli.common import (
-    EnvArgOption,
-    EnvOption,
-    JsonOption,
-    SetOption,
-    cli_errors,
-    console,
-    err_console,
-    parse_env_args,
-    print_json,
-)
+from llm_gym.cli.common import cli_errors, console, err_console, parse_env_args, print_json
+from llm_gym.cli.options import EnvArgOption, EnvOption, JsonOption, SetOption
 from llm_gym.cli.play import check_same_action_set, note_training_env_args_left_out
 from llm_gym.envs.catalog import env_spec
 from llm_gym.errors import ConfigError

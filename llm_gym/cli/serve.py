@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from llm_gym.cli.common import EnvArgOption, cli_errors, parse_env_args
+from llm_gym.cli.common import cli_errors, parse_env_args
+from llm_gym.cli.options import EnvArgOption
 from llm_gym.errors import ConfigError, MissingDependencyError
 from llm_gym.integrations.episode import TextEpisode
 

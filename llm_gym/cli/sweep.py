@@ -10,8 +10,9 @@ import typer
 
 from llm_gym.agent import EnvConfig
 from llm_gym.atomic import write_json_atomic
-from llm_gym.cli.common import AgentOption, EnvArgOption, EnvOption, SetOption, cli_errors, console, parse_env_args
+from llm_gym.cli.common import cli_errors, console, parse_env_args
 from llm_gym.cli.common import resolve_config as resolve_agent_config
+from llm_gym.cli.options import AgentOption, EnvArgOption, EnvOption, SetOption
 from llm_gym.cli.train import check_env_arguments
 from llm_gym.envs.catalog import env_spec
 from llm_gym.errors import ConfigError

@@ -13,7 +13,8 @@ import typer
 
 from llm_gym.agent import EnvConfig
 from llm_gym.atomic import WriteError
-from llm_gym.cli.common import (
+from llm_gym.cli.common import cli_errors, console, parse_env_args, resolve_config
+from llm_gym.cli.options import (
     AgentOption,
     BackendOption,
     ConfigOption,
@@ -22,10 +23,6 @@ from llm_gym.cli.common import (
     ModelOption,
     SeedOption,
     SetOption,
-    cli_errors,
-    console,
-    parse_env_args,
-    resolve_config,
 )
 from llm_gym.config import from_dict, to_dict
 from llm_gym.envs.catalog import env_spec
