@@ -27,7 +27,6 @@ Prints JSON.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import tempfile
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from lm_args import lm_parser, parse_lm_args
 
 import llm_gym  # noqa: F401  (registers the ids)
 from llm_gym.agent import EnvConfig
@@ -49,7 +49,7 @@ from llm_gym.agents.sft.data import DemoEncoder
 from llm_gym.demos.format import read_demos
 from llm_gym.demos.record import record_demos, trace_expected_stdout
 from llm_gym.envs.catalog import EnvTraits
-from llm_gym.lm.runtime import configure_threads, cpu_name
+from llm_gym.lm.runtime import cpu_name
 from llm_gym.plugins import get_agent
 
 WORKLOADS = {
@@ -111,17 +111,13 @@ def gradients(ac: ActorCritic) -> list[torch.Tensor]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = lm_parser(__doc__)
     parser.add_argument("--workload", choices=sorted(WORKLOADS), default="trace")
-    parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--batches", type=int, default=3)
-    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--dtype", default="auto")
-    parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--sample-tokens", type=int, default=0)
-    args = parser.parse_args()
-    configure_threads(args.threads)
+    args = parse_lm_args(parser)
     env, settings = WORKLOADS[args.workload]
     demos = args.batch_size * args.batches
     with tempfile.TemporaryDirectory() as tmp:

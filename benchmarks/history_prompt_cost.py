@@ -11,7 +11,6 @@ per-round ratios, so load from other processes on a shared machine hits all of t
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -19,6 +18,7 @@ import time
 
 import numpy as np
 import torch
+from lm_args import lm_parser, parse_lm_args
 
 import llm_gym  # noqa: F401  (registers the ids)
 from llm_gym.agent import EnvConfig
@@ -27,7 +27,6 @@ from llm_gym.agents.ppo_lora.acting import act, strategy_for
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.envs.catalog import EnvTraits
-from llm_gym.lm.runtime import configure_threads
 from llm_gym.stepping import EnvStepper, make_vector_env
 
 ENV = "LLMBreakout-text-v0"
@@ -48,13 +47,9 @@ def states(history: int, envs: int, steps: int) -> tuple[list, list]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="smollm2-135m")
+    parser = lm_parser(__doc__)
     parser.add_argument("--envs", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=0)
-    args = parser.parse_args()
-    configure_threads(args.threads)
+    args = parse_lm_args(parser)
     config = PPOLoRAConfig(model=args.model, dtype="auto", trainable_layers=4, progress=False)
     ac = ActorCritic(config, EnvTraits.probe(EnvConfig(ENV)).instructions)
     strategy = strategy_for(config)

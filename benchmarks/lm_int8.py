@@ -40,6 +40,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
+from lm_args import lm_parser
 from lm_policy_throughput import observations, timed
 
 import llm_gym  # noqa: F401  (registers the ids)
@@ -144,12 +145,9 @@ def probe_in_subprocess(model: str, quantize: str, threads: int) -> dict[str, fl
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="smollm2-135m")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser = lm_parser(__doc__)
     parser.add_argument("--decisions", type=int, default=80, help="recorded decisions per env for the policy part")
     parser.add_argument("--reference-decisions", type=int, default=32, help="of them, scored by weight-only int8")
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: one per available core)")
     parser.add_argument("--memory-probe", choices=["none", "int8"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_probe:

@@ -18,7 +18,6 @@ same score batches and a batched generate of 10 tokens through the vllm backend 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -28,6 +27,7 @@ import time
 import gymnasium as gym
 import numpy as np
 import torch
+from lm_args import lm_parser
 
 import llm_gym  # noqa: F401  (registers the ids)
 from llm_gym.actions import parse_action
@@ -93,11 +93,8 @@ def score_flops(backend: HFBackend, requests: list[ScoreRequest]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="smollm2-135m")
+    parser = lm_parser(__doc__)
     parser.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: one per available core)")
     parser.add_argument("--naive-decisions", type=int, default=2, help="naive decisions per round")
     parser.add_argument("--device", default="auto", help="auto (cuda when visible, else cpu), cpu, cuda")
     parser.add_argument("--backend", default="hf", choices=["hf", "vllm"], help="vllm: add the backend axis")

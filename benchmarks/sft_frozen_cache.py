@@ -17,7 +17,6 @@ Prints JSON.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import tempfile
@@ -25,6 +24,7 @@ import time
 from pathlib import Path
 
 import torch
+from lm_args import lm_parser, parse_lm_args
 
 import llm_gym  # noqa: F401  (registers the ids)
 from llm_gym.agent import EnvConfig
@@ -36,23 +36,19 @@ from llm_gym.agents.sft.data import DemoEncoder
 from llm_gym.demos.format import read_demos
 from llm_gym.demos.tree import record_demo_tree
 from llm_gym.envs.catalog import EnvTraits
-from llm_gym.lm.runtime import configure_threads, cpu_name
+from llm_gym.lm.runtime import cpu_name
 from llm_gym.plugins import get_agent
 
 ENV = "OpenSpiel-tic_tac_toe-v0"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="smollm2-135m")
+    parser = lm_parser(__doc__)
     parser.add_argument("--demos", type=int, default=128)
     parser.add_argument("--trainable-layers", type=int, default=8)
     parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--dtype", default="auto", help="auto: bfloat16 where the CPU has AVX512-BF16 or AMX")
-    args = parser.parse_args()
-    configure_threads(args.threads)
+    args = parse_lm_args(parser)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "tree.jsonl"
         for opponent in ("random", "mcts"):

@@ -15,7 +15,6 @@ Prints JSON.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import tempfile
@@ -23,6 +22,7 @@ import time
 from pathlib import Path
 
 import torch
+from lm_args import lm_parser, parse_lm_args
 
 import llm_gym  # noqa: F401  (registers the ids)
 from llm_gym.agent import EnvConfig
@@ -33,7 +33,6 @@ from llm_gym.agents.sft.data import DemoEncoder
 from llm_gym.demos.format import read_demos
 from llm_gym.demos.record import record_demos
 from llm_gym.envs.catalog import EnvTraits
-from llm_gym.lm.runtime import configure_threads
 from llm_gym.plugins import get_agent
 
 ENV = "OpenSpiel-kuhn_poker-v0"
@@ -54,16 +53,12 @@ def timed(data: Batches, ac: ActorCritic, batches: list[list[int]], config: SFTC
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="smollm2-135m")
+    parser = lm_parser(__doc__)
     parser.add_argument("--games", type=int, default=256)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--batches", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--trainable-layers", type=int, default=4)
-    parser.add_argument("--threads", type=int, default=0)
-    args = parser.parse_args()
-    configure_threads(args.threads)
+    args = parse_lm_args(parser)
     torch.manual_seed(0)  # the value head's initialisation
     env = EnvConfig(ENV)
     with tempfile.TemporaryDirectory() as tmp:
