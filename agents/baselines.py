@@ -4,10 +4,10 @@ sits beside the learners' in TensorBoard."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 import numpy as np
 
@@ -178,6 +178,43 @@ class OpenSpielAgent(InfoOnlyAgent):
     def openspiel_policy(self, env: EnvConfig) -> Policy:
         """The policy for an OpenSpiel env (``policy`` checked the family)."""
         raise NotImplementedError
+
+
+Built = TypeVar("Built")
+
+
+class OpenSpielPolicy:
+    """What the OpenSpiel baselines' policies share: each env's state is rebuilt from ``info["game_string"]`` and
+    ``info["history"]`` (the env's own state is not shared across processes), and what a policy builds per game (a
+    bot, a solver, a best response) is built once, because building it walks or loads the game."""
+
+    agent_name: ClassVar[str]
+    """The agent named in the one-line refusal of an env whose info carries no game history."""
+
+    def __init__(self, config: AgentConfig) -> None:
+        self.config = config
+        self._per_game: dict[Any, Any] = {}
+
+    def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
+        return [self.act_one(info) for info in infos]
+
+    def act_one(self, info: Mapping[str, Any]) -> int:
+        """The action for one env, from its ``info``."""
+        raise NotImplementedError
+
+    def game_history(self, info: Mapping[str, Any]) -> tuple[str, list[int]]:
+        """``info``'s game string and move history; an env whose info has neither (not OpenSpiel) is refused."""
+        if "game_string" not in info or "history" not in info:
+            raise UnsupportedEnvError(
+                f"the {self.agent_name} agent plays OpenSpiel envs only (their info carries the game history)"
+            )
+        return info["game_string"], info["history"]
+
+    def per_game(self, key: Any, build: Callable[[], Built]) -> Built:
+        """``build()`` for ``key`` (the game string, with the seat where what is built depends on it), built once."""
+        if key not in self._per_game:
+            self._per_game[key] = build()
+        return self._per_game[key]
 
 
 class RandomAgent(InfoOnlyAgent):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_gym.agent import AgentConfig, EnvConfig, Policy
-from llm_gym.agents.baselines import OpenSpielAgent
+from llm_gym.agents.baselines import OpenSpielAgent, OpenSpielPolicy
 from llm_gym.envs.openspiel.core import pyspiel_module, replay
 from llm_gym.errors import UnsupportedEnvError
 
@@ -49,15 +49,10 @@ def count_states(game: Any, limit: int) -> int:
     return count
 
 
-class BestResponsePolicy:
+class BestResponsePolicy(OpenSpielPolicy):
     """Plays the best response to uniform random play in every env's current state (one per game and seat)."""
 
-    def __init__(self, config: BestResponseConfig) -> None:
-        self.config = config
-        self._responses: dict[tuple[str, int], tuple[Any, Any]] = {}
-
-    def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
-        return [self._act(info) for info in infos]
+    agent_name = "best_response"
 
     def action_values(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[list[float]]:
         """The expected return of each legal action (``info["legal_actions"]`` order) in the mover's information
@@ -78,7 +73,7 @@ class BestResponsePolicy:
             )
         return rows
 
-    def _act(self, info: Mapping[str, Any]) -> int:
+    def act_one(self, info: Mapping[str, Any]) -> int:
         state, response, _ = self._state(info)
         probabilities = response.action_probabilities(state)
         # The best response puts probability 1 on one action; the lowest id wins a tie, so play is deterministic.
@@ -86,31 +81,25 @@ class BestResponsePolicy:
 
     def _state(self, info: Mapping[str, Any]) -> tuple[Any, Any, int]:
         """The OpenSpiel state of ``info``, the seat to move's best response, and that seat."""
-        if "game_string" not in info or "history" not in info:
-            raise UnsupportedEnvError(
-                "the best_response agent plays OpenSpiel envs only (their info carries the game history)"
-            )
+        game_string, history = self.game_history(info)
         seat = int(info["player"])
-        game, response = self._response(info["game_string"], seat)
-        return replay(game, info["history"]), response, seat
+        game, response = self.per_game((game_string, seat), lambda: self._response(game_string, seat))
+        return replay(game, history), response, seat
 
     def _response(self, game_string: str, seat: int) -> tuple[Any, Any]:
-        key = (game_string, seat)
-        if key not in self._responses:
-            # open_spiel's Python algorithms: not for the CLI, which loads this plugin on every run
-            from llm_gym.envs.openspiel.algorithms import best_response_to_uniform
+        # open_spiel's Python algorithms: not for the CLI, which loads this plugin on every run
+        from llm_gym.envs.openspiel.algorithms import best_response_to_uniform
 
-            game = pyspiel_module().load_game(game_string)
-            name = game.get_type().short_name
-            if game.get_type().dynamics != pyspiel_module().GameType.Dynamics.SEQUENTIAL:
-                raise UnsupportedEnvError(f"the best_response agent plays turn-based games; {name} is not one")
-            if count_states(game, self.config.max_states) > self.config.max_states:
-                raise UnsupportedEnvError(
-                    f"{name} has over {self.config.max_states:,} states: too large for an exact best response; "
-                    f"use --agent mcts (or raise --set max_states=...)"
-                )
-            self._responses[key] = (game, best_response_to_uniform(game, seat))
-        return self._responses[key]
+        game = pyspiel_module().load_game(game_string)
+        name = game.get_type().short_name
+        if game.get_type().dynamics != pyspiel_module().GameType.Dynamics.SEQUENTIAL:
+            raise UnsupportedEnvError(f"the best_response agent plays turn-based games; {name} is not one")
+        if count_states(game, self.config.max_states) > self.config.max_states:
+            raise UnsupportedEnvError(
+                f"{name} has over {self.config.max_states:,} states: too large for an exact best response; "
+                f"use --agent mcts (or raise --set max_states=...)"
+            )
+        return game, best_response_to_uniform(game, seat)
 
 
 class BestResponseAgent(OpenSpielAgent):

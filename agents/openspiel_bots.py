@@ -8,13 +8,13 @@ never looks at the other seats' cards even though the history in ``info`` holds 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import llm_gym
 from llm_gym.agent import AgentConfig, EnvConfig, Policy
-from llm_gym.agents.baselines import OpenSpielAgent
+from llm_gym.agents.baselines import OpenSpielAgent, OpenSpielPolicy
 from llm_gym.agents.openspiel_best_response import BestResponseAgent
 from llm_gym.agents.openspiel_solver import SolverAgent
 from llm_gym.envs.catalog import env_spec
@@ -40,11 +40,13 @@ class MCTSAgentConfig(AgentConfig):
     """Sampled states searched per move where information is hidden."""
 
 
-class MCTSPolicy:
-    """Searches every env's current state with one MCTS bot per game (bots are cached by game string)."""
+class MCTSPolicy(OpenSpielPolicy):
+    """Searches every env's current state with one MCTS bot per game."""
+
+    agent_name = "mcts"
 
     def __init__(self, config: MCTSAgentConfig) -> None:
-        self.config = config
+        super().__init__(config)
         self.mcts = MCTSConfig(
             simulations=config.simulations,
             rollouts=config.rollouts,
@@ -52,24 +54,16 @@ class MCTSPolicy:
             rollout_length=config.rollout_length,
             determinizations=config.determinizations,
         )
-        self._bots: dict[str, Any] = {}
 
-    def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
-        return [self._act(info) for info in infos]
-
-    def _act(self, info: Mapping[str, Any]) -> int:
-        if "game_string" not in info or "history" not in info:
-            raise UnsupportedEnvError("the mcts agent plays OpenSpiel envs only (their info carries the game history)")
-        game, bot = self._bot(info["game_string"], info["game"])
-        state = replay(game, info["history"])
-        return bot.act(state, int(info["player"]))
+    def act_one(self, info: Mapping[str, Any]) -> int:
+        game_string, history = self.game_history(info)
+        game, bot = self.per_game(game_string, lambda: self._bot(game_string, info["game"]))
+        return bot.act(replay(game, history), int(info["player"]))
 
     def _bot(self, game_string: str, name: str) -> tuple[Any, Any]:
-        if game_string not in self._bots:
-            game = pyspiel_module().load_game(game_string)
-            seed = self.config.seed * 1_000_003 + len(self._bots)
-            self._bots[game_string] = (game, MCTSOpponent(game, game_spec(name), self.mcts, seed))
-        return self._bots[game_string]
+        game = pyspiel_module().load_game(game_string)
+        seed = self.config.seed * 1_000_003 + len(self._per_game)  # each game's bot its own stream
+        return game, MCTSOpponent(game, game_spec(name), self.mcts, seed)
 
 
 class MCTSAgent(OpenSpielAgent):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from llm_gym.agent import AgentConfig, EnvConfig, Policy
-from llm_gym.agents.baselines import OpenSpielAgent
+from llm_gym.agents.baselines import OpenSpielAgent, OpenSpielPolicy
 from llm_gym.envs.openspiel.core import pyspiel_module, replay
 from llm_gym.errors import UnsupportedEnvError
 
@@ -110,15 +110,10 @@ class GameSolver:
         return max(candidates, key=lambda a: (self.expected(state.child(a), seat), -a))
 
 
-class SolverPolicy:
+class SolverPolicy(OpenSpielPolicy):
     """Plays the solver's move in every env's current state (one solver, shared memo, per game)."""
 
-    def __init__(self, config: SolverConfig) -> None:
-        self.config = config
-        self._solvers: dict[str, GameSolver] = {}
-
-    def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
-        return [self._act(info) for info in infos]
+    agent_name = "solver"
 
     def action_values(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[list[float]]:
         """The mover's minimax value of each legal action (``info["legal_actions"]`` order): what demonstrations
@@ -130,20 +125,16 @@ class SolverPolicy:
             rows.append([values[int(a)] for a in info["legal_actions"]])
         return rows
 
-    def _act(self, info: Mapping[str, Any]) -> int:
+    def act_one(self, info: Mapping[str, Any]) -> int:
         solver, state = self._state(info)
         return solver.best_action(state, self.config.tiebreak)
 
     def _state(self, info: Mapping[str, Any]) -> tuple[GameSolver, Any]:
-        if "game_string" not in info or "history" not in info:
-            raise UnsupportedEnvError("the solver plays OpenSpiel envs only (their info carries the game history)")
-        solver = self._solver(info["game_string"])
-        return solver, replay(solver.game, info["history"])
-
-    def _solver(self, game_string: str) -> GameSolver:
-        if game_string not in self._solvers:
-            self._solvers[game_string] = GameSolver(pyspiel_module().load_game(game_string), self.config.max_states)
-        return self._solvers[game_string]
+        game_string, history = self.game_history(info)
+        solver = self.per_game(
+            game_string, lambda: GameSolver(pyspiel_module().load_game(game_string), self.config.max_states)
+        )
+        return solver, replay(solver.game, history)
 
 
 class SolverAgent(OpenSpielAgent):

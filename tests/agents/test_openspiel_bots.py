@@ -1,4 +1,5 @@
-"""The ``mcts`` agent (and ``random``) on OpenSpiel envs, through the plugin registry and the CLI."""
+"""The ``mcts`` agent (and ``random``) on OpenSpiel envs, through the plugin registry and the CLI; the refusal every
+OpenSpiel baseline policy shares."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from llm_gym.agent import EnvConfig
+from llm_gym.agents.openspiel_best_response import BestResponseConfig, BestResponsePolicy
 from llm_gym.agents.openspiel_bots import MCTSAgentConfig, MCTSPolicy
+from llm_gym.agents.openspiel_solver import SolverConfig, SolverPolicy
 from llm_gym.cli import build_app
 from llm_gym.envs.openspiel.catalog import task_id_of
 from llm_gym.errors import UnsupportedEnvError
@@ -30,6 +33,20 @@ def test_mcts_plays_legal_moves_in_chance_hidden_information_and_simultaneous_ga
     policy = MCTSPolicy(MCTSAgentConfig(simulations=8, determinizations=2, rollout_length=30))
     results = run_episodes(policy, EnvConfig("OpenSpiel-v0"), 1, task_ids=[task_id_of(game)], max_steps=6)
     assert results[0].invalid_actions == 0 and results[0].final_info["invalid_actions"] == 0
+
+
+@pytest.mark.parametrize(
+    ("policy", "name"),
+    [
+        (MCTSPolicy(MCTSAgentConfig()), "mcts"),
+        (SolverPolicy(SolverConfig()), "solver"),
+        (BestResponsePolicy(BestResponseConfig()), "best_response"),
+    ],
+)
+def test_openspiel_policies_refuse_an_info_without_the_game_history(policy, name: str) -> None:
+    # The shared OpenSpielPolicy check: a policy handed another env's info (no game string or history) names itself.
+    with pytest.raises(UnsupportedEnvError, match=f"the {name} agent plays OpenSpiel envs only"):
+        policy.act([""], [{"legal_actions": [0, 1]}])
 
 
 def test_mcts_refuses_envs_it_cannot_search() -> None:
