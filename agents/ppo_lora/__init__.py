@@ -20,6 +20,7 @@ from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.files import TRAINING_FILE
 from llm_gym.callbacks import Callback
 from llm_gym.envs.tasks import TaskSampler
+from llm_gym.lm.agent_config import ADAPTER_SHAPE_FIELDS
 from llm_gym.runs import Run
 
 
@@ -27,7 +28,7 @@ class PPOLoRAAgent(Agent):
     name = "ppo_lora"
     description = "PPO on a language model with LoRA: group-relative advantages (or a value head: advantage=gae), score or generate mode; the reference KL keeps it near the policy it started from."
     Config = PPOLoRAConfig
-    fixed_on_resume = ("model", "trainable_layers", "lora_rank", "lora_alpha", "lora_targets", "num_envs")
+    fixed_on_resume = (*ADAPTER_SHAPE_FIELDS, "num_envs")
 
     config: PPOLoRAConfig
 

@@ -21,6 +21,7 @@ import llm_gym
 from llm_gym.agent import Agent, EnvConfig, Policy
 from llm_gym.agents.sft.config import SFTConfig
 from llm_gym.callbacks import Callback
+from llm_gym.lm.agent_config import ADAPTER_SHAPE_FIELDS
 from llm_gym.runs import Run
 
 
@@ -28,7 +29,7 @@ class SFTAgent(Agent):
     name = "sft"
     description = "LoRA fine-tuning on demonstrations (answer tokens only); checkpoints that ppo_lora continues from."
     Config = SFTConfig
-    fixed_on_resume = ("model", "trainable_layers", "lora_rank", "lora_alpha", "lora_targets", "demos")
+    fixed_on_resume = (*ADAPTER_SHAPE_FIELDS, "demos")
 
     config: SFTConfig
 

@@ -51,3 +51,8 @@ class LoRAConfig(LocalLMConfig):
     """Dropout on the LoRA input."""
     lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
     """Module names that get LoRA adapters."""
+
+
+ADAPTER_SHAPE_FIELDS = ("model", "trainable_layers", "lora_rank", "lora_alpha", "lora_targets")
+"""The :class:`LoRAConfig` fields a checkpoint's adapter is built for (its base model and the adapter's shape): the
+start of ``fixed_on_resume`` of every agent whose config is one, in the order a refusal names them."""
