@@ -19,7 +19,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from llm_gym.cli.common import resolve_config
+from llm_gym.cli.common import ConfigSources, resolve_config
 from llm_gym.errors import ConfigError
 from llm_gym.runs import Run
 from llm_gym.training.checkpoints import checkpoint_config
@@ -29,15 +29,7 @@ IN_PROCESS_BACKEND = "hf"
 """The backend an LM checkpoint's merged adapter plays on (``checkpoint_policy`` builds it in this process)."""
 
 
-def checkpoint_overrides(
-    checkpoint: Path,
-    *,
-    config_file: Path | None = None,
-    sets: list[str] | None = None,
-    model: str | None = None,
-    backend: str | None = None,
-    seed: int | None = None,
-) -> dict[str, Any]:
+def checkpoint_overrides(checkpoint: Path, sources: ConfigSources) -> dict[str, Any]:
     """The config fields to play ``checkpoint`` with that differ from its saved config (``load_policy``'s
     ``overrides``), resolved as for a fresh agent: saved config <- config file <- ``--set`` <- ``--model`` /
     ``--backend`` / ``--seed``. Raises :class:`ConfigError` for anything the checkpoint cannot play with."""
@@ -45,6 +37,7 @@ def checkpoint_overrides(
     agent_cls, base = checkpoint_config(run)
     names = {f.name for f in dataclasses.fields(agent_cls.Config)}
     plays_in_process = agent_cls.learns and "model" in names and "backend" not in names
+    backend = sources.backend
     if backend is not None and plays_in_process:
         if backend != IN_PROCESS_BACKEND:
             raise ConfigError(
@@ -53,8 +46,6 @@ def checkpoint_overrides(
                 f"with `llm-gym export --checkpoint {checkpoint} --merge --out DIR` and play DIR with "
                 f"`--agent lm --model DIR --backend {backend}`"
             )
-        backend = None  # what it plays on anyway
-    config = resolve_config(
-        agent_cls.Config, config_file=config_file, sets=sets, model=model, seed=seed, backend=backend, base=base
-    )
+        sources = dataclasses.replace(sources, backend=None)  # what it plays on anyway
+    config = resolve_config(agent_cls.Config, sources, base=base)
     return check_checkpoint_settings(agent_cls, base, config, checkpoint=checkpoint, run=run.path, cli=True)

@@ -17,33 +17,39 @@ from llm_gym.config import apply_overrides, load_config_file, parse_assignments
 from llm_gym.errors import ConfigError
 
 
-def resolve_config(
-    config_cls: type,
-    *,
-    config_file: Path | None = None,
-    sets: list[str] | None = None,
-    model: str | None = None,
-    seed: int | None = None,
-    base: Any = None,
-    backend: str | None = None,
-) -> Any:
+@dataclasses.dataclass(frozen=True)
+class ConfigSources:
+    """What a command line says about an agent's config; :func:`resolve_config` (a fresh agent) and
+    ``checkpoint_overrides`` (a checkpoint) apply it in the same order, so one value reaches both ways of playing."""
+
+    config_file: Path | None = None
+    """``--config``: a TOML (or JSON) file of config fields."""
+    sets: list[str] | None = None
+    """``--set key=value`` assignments, applied over the file."""
+    model: str | None = None
+    backend: str | None = None
+    seed: int | None = None
+    """``--model``, ``--backend``, ``--seed``: applied last; a config without a model or backend refuses those."""
+
+
+def resolve_config(config_cls: type, sources: ConfigSources, *, base: Any = None) -> Any:
     """Defaults (or ``base``) <- config file <- ``--set`` <- ``--model`` / ``--backend`` / ``--seed``."""
     config = base if base is not None else config_cls()
-    if config_file is not None:
-        config = apply_overrides(config, load_config_file(config_file), source=str(config_file))
-    if sets:
-        config = apply_overrides(config, parse_assignments(sets), source="--set")
+    if sources.config_file is not None:
+        config = apply_overrides(config, load_config_file(sources.config_file), source=str(sources.config_file))
+    if sources.sets:
+        config = apply_overrides(config, parse_assignments(sources.sets), source="--set")
     names = {f.name for f in dataclasses.fields(config_cls)}
-    if model is not None:
+    if sources.model is not None:
         if "model" not in names:
             raise ConfigError(f"{config_cls.__name__} has no model to choose; drop --model")
-        config = apply_overrides(config, {"model": model}, source="--model")
-    if backend is not None:
+        config = apply_overrides(config, {"model": sources.model}, source="--model")
+    if sources.backend is not None:
         if "backend" not in names:
             raise ConfigError(f"{config_cls.__name__} has no backend to choose; drop --backend")
-        config = apply_overrides(config, {"backend": backend}, source="--backend")
-    if seed is not None:
-        config = apply_overrides(config, {"seed": seed}, source="--seed")
+        config = apply_overrides(config, {"backend": sources.backend}, source="--backend")
+    if sources.seed is not None:
+        config = apply_overrides(config, {"seed": sources.seed}, source="--seed")
     return config
 
 

@@ -3,6 +3,7 @@ a chat-format JSONL line (:mod:`llm_gym.demos.format`): the messages the LM agen
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,7 +13,7 @@ import typer
 from llm_gym import __version__
 from llm_gym.agent import EnvConfig, Policy, policy_env_kwargs, sampling_policy
 from llm_gym.cli.checkpoint_settings import checkpoint_overrides
-from llm_gym.cli.common import cli_errors, console, parse_env_args, print_json, resolve_config
+from llm_gym.cli.common import ConfigSources, cli_errors, console, parse_env_args, print_json, resolve_config
 from llm_gym.cli.options import BackendOption, ConfigOption, EnvArgOption, EnvOption, JsonOption, ModelOption, SetOption
 from llm_gym.cli.task_report import episode_task_ids
 from llm_gym.config import parse_assignments, to_dict
@@ -128,7 +129,8 @@ def demos(
     episodes = DEFAULT_EPISODES if episodes is None else episodes
     tasks = episode_task_ids(TaskRange.parse(task_ids), episodes, seed) if task_ids is not None else None
 
-    policy, source, env_kwargs = _source(agent, env, env_kwargs, sets, config_file, model, backend, seed, sample)
+    sources = ConfigSources(config_file, sets, model, backend, seed)
+    policy, source, env_kwargs = _source(agent, env, env_kwargs, sources, sample)
     if sample and policy is not None:  # ground truth refused --sample in _source
         policy = sampling_policy(policy, source["agent"])
     if explore:
@@ -166,44 +168,40 @@ def _check_tree_options(**given: object) -> None:
 
 
 def _source(
-    agent: str, env: str, env_kwargs: dict[str, Any], sets: list[str] | None, config_file: Path | None,
-    model: str | None, backend: str | None, seed: int, sample: bool,
-) -> tuple[Policy | None, dict[str, Any], dict[str, Any]]:  # fmt: skip
+    agent: str, env: str, env_kwargs: dict[str, Any], sources: ConfigSources, sample: bool
+) -> tuple[Policy | None, dict[str, Any], dict[str, Any]]:
     """(the policy or None for ground truth, the provenance every line carries, the env arguments to play with)."""
     base = {"checkpoint": None, "sampled": sample, "llm_gym_version": __version__}
     if agent == GROUND_TRUTH:
-        provenance, env_kwargs = _ground_truth(env, env_kwargs, sets, config_file, model, backend, sample)
+        provenance, env_kwargs = _ground_truth(env, env_kwargs, sources, sample)
         return None, {**provenance, **base}, env_kwargs
     directory = Path(agent)
     if directory.is_dir():
-        overrides = checkpoint_overrides(  # sampled play draws from --seed, greedy play keeps the saved config's seed
-            directory, config_file=config_file, sets=sets, model=model, backend=backend, seed=seed if sample else None
-        )  # as `play --checkpoint` takes them; the played config goes into every line's provenance
+        # As `play --checkpoint` takes them; the played config goes into every line's provenance. Sampled play
+        # draws from --seed, greedy play keeps the saved config's seed.
+        overrides = checkpoint_overrides(directory, sources if sample else dataclasses.replace(sources, seed=None))
         policy, owner = load_policy(directory, EnvConfig(env, env_kwargs), overrides)
         source = {"agent": owner.name, "config": to_dict(owner.config), **base, "checkpoint": str(directory)}
         return policy, source, {**policy_env_kwargs(policy), **env_kwargs}
     if "/" in agent or agent.startswith("."):
         raise ConfigError(f"--agent {agent}: no such checkpoint or run directory")
     agent_cls = get_agent(agent)
-    config = resolve_config(
-        agent_cls.Config, config_file=config_file, sets=sets, model=model, backend=backend, seed=seed
-    )
+    config = resolve_config(agent_cls.Config, sources)
     check_untrained_settings(agent_cls, config)
     policy = agent_cls(config).policy(EnvConfig(env, env_kwargs))
     return policy, {"agent": agent, "config": to_dict(config), **base}, {**policy_env_kwargs(policy), **env_kwargs}
 
 
 def _ground_truth(
-    env: str, env_kwargs: dict[str, Any], sets: list[str] | None, config_file: Path | None, model: str | None,
-    backend: str | None, sample: bool,
-) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
+    env: str, env_kwargs: dict[str, Any], sources: ConfigSources, sample: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the provenance of ground-truth demos, the env arguments), after refusing what they cannot take."""
     if env_family(env) != "trace":
         raise UnsupportedEnvError(f"ground truth demos come from Trace-v0's generator, not {env}; use --agent NAME")
     if sample:
         raise ConfigError("ground_truth answers with the expected stdout, there is nothing to sample: drop --sample")
-    settings = parse_assignments(sets or [], what="--set")
-    if set(settings) - {"level", "worked"} or config_file or model or backend:
+    settings = parse_assignments(sources.sets or [], what="--set")
+    if set(settings) - {"level", "worked"} or sources.config_file or sources.model or sources.backend:
         raise ConfigError("ground_truth takes only --set level=N (or --env-arg level=N) and --set worked=true")
     if "level" in settings:
         try:

@@ -12,7 +12,15 @@ import typer
 
 from llm_gym.agent import EnvConfig, policy_env_kwargs, sampling_policy
 from llm_gym.cli.checkpoint_settings import checkpoint_overrides
-from llm_gym.cli.common import cli_errors, console, err_console, parse_env_args, print_json, resolve_config
+from llm_gym.cli.common import (
+    ConfigSources,
+    cli_errors,
+    console,
+    err_console,
+    parse_env_args,
+    print_json,
+    resolve_config,
+)
 from llm_gym.cli.exact_report import check_exact_env, exact_report, play_exact, print_exact
 from llm_gym.cli.options import (
     AgentOption,
@@ -118,15 +126,14 @@ def play(
         exact_env = env or (_checkpoint_env(checkpoint) if checkpoint is not None else None)
         if exact_env is not None:
             check_exact_env(EnvConfig(exact_env, env_kwargs))  # before any model loads
+    sources = ConfigSources(config_file, sets, model, backend, seed)
     if checkpoint is not None:
         if agent is not None:
             raise ConfigError("give --agent or --checkpoint, not both (a checkpoint knows its agent)")
         if env is not None:
             env_spec(env)
             check_same_action_set(checkpoint, EnvConfig(env, env_kwargs))
-        overrides = checkpoint_overrides(  # how the checkpoint plays: threads, quantize ...
-            checkpoint, config_file=config_file, sets=sets, model=model, backend=backend, seed=seed
-        )
+        overrides = checkpoint_overrides(checkpoint, sources)  # how the checkpoint plays: threads, quantize ...
         policy, agent_obj = load_policy(checkpoint, EnvConfig(env, env_kwargs) if env else None, overrides)
         agent_name, env_id = agent_obj.name, env or _checkpoint_env(checkpoint)
     else:
@@ -134,9 +141,7 @@ def play(
             raise ConfigError("play needs --agent NAME and --env ID (or --checkpoint DIR)")
         env_spec(env)
         agent_cls = get_agent(agent)
-        config = resolve_config(
-            agent_cls.Config, config_file=config_file, sets=sets, model=model, seed=seed, backend=backend
-        )
+        config = resolve_config(agent_cls.Config, sources)
         check_untrained_settings(agent_cls, config)
         policy = agent_cls(config).policy(EnvConfig(env, env_kwargs))
         agent_name, env_id = agent, env

@@ -11,7 +11,7 @@ from rich.table import Table
 from llm_gym.agent import EnvConfig, policy_env_kwargs
 from llm_gym.atomic import write_json_atomic
 from llm_gym.cli.checkpoint_settings import checkpoint_overrides
-from llm_gym.cli.common import cli_errors, console, err_console, parse_env_args, print_json
+from llm_gym.cli.common import ConfigSources, cli_errors, console, err_console, parse_env_args, print_json
 from llm_gym.cli.options import EnvArgOption, EnvOption, JsonOption, SetOption
 from llm_gym.cli.play import check_same_action_set, note_training_env_args_left_out
 from llm_gym.envs.catalog import env_spec
@@ -85,7 +85,8 @@ def select(
         env_spec(env)
         for candidate in candidates:
             check_same_action_set(candidate.played, EnvConfig(env, env_kwargs))
-    overrides = {c.label: checkpoint_overrides(c.played, sets=sets) for c in candidates}  # all refusals first
+    sources = ConfigSources(sets=sets)
+    overrides = {c.label: checkpoint_overrides(c.played, sources) for c in candidates}  # all refusals first
     noted: set[str] = set()
 
     def play(candidate: Candidate, block: SeedBlock) -> list[float]:

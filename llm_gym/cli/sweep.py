@@ -10,7 +10,7 @@ import typer
 
 from llm_gym.agent import EnvConfig
 from llm_gym.atomic import write_json_atomic
-from llm_gym.cli.common import cli_errors, console, parse_env_args
+from llm_gym.cli.common import ConfigSources, cli_errors, console, parse_env_args
 from llm_gym.cli.common import resolve_config as resolve_agent_config
 from llm_gym.cli.options import AgentOption, EnvArgOption, EnvOption, SetOption
 from llm_gym.cli.train import check_env_arguments
@@ -68,7 +68,7 @@ def sweep(
     grid.check_run_count(values, seed_list)
     if name is not None and (not name.strip() or name in (".", "..") or "/" in name or "\\" in name or "\0" in name):
         raise ConfigError(f"--name {name!r} must be one folder name under --runs-root (no '/', not '.' or '..')")
-    base = resolve_agent_config(agent_cls.Config, sets=sets)
+    base = resolve_agent_config(agent_cls.Config, ConfigSources(sets=sets))
     overlap = sorted(set(values) & {item.partition("=")[0].strip() for item in sets or []})
     if overlap:
         raise ConfigError(f"{', '.join(overlap)} is both in --grid and --set; keep one")

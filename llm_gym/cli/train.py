@@ -13,7 +13,7 @@ import typer
 
 from llm_gym.agent import EnvConfig
 from llm_gym.atomic import WriteError
-from llm_gym.cli.common import cli_errors, console, parse_env_args, resolve_config
+from llm_gym.cli.common import ConfigSources, cli_errors, console, parse_env_args, resolve_config
 from llm_gym.cli.options import (
     AgentOption,
     BackendOption,
@@ -85,10 +85,9 @@ def train(
         raise ConfigError("give --run-dir (the run's own directory) or --runs-root (the parent of a new one), not both")
     if resume is not None and preset_name is not None:
         raise ConfigError("--resume continues the run with its own config; drop --preset (--set still applies)")
+    sources = ConfigSources(config_file, sets, model, backend, seed)
     if resume is not None:
-        agent_cls, config, env_config, run = _prepare_resume(
-            resume, agent, env, model, backend, seed, sets, config_file, env_args
-        )
+        agent_cls, config, env_config, run = _prepare_resume(resume, agent, env, sources, env_args)
         created = False
     else:
         if agent is None:
@@ -101,15 +100,7 @@ def train(
         env_spec(env)
         if preset is not None:
             preset.check_ready(agent)
-        config = resolve_config(
-            agent_cls.Config,
-            config_file=config_file,
-            sets=sets,
-            model=model,
-            seed=seed,
-            backend=backend,
-            base=preset.apply(agent_cls) if preset is not None else None,
-        )
+        config = resolve_config(agent_cls.Config, sources, base=preset.apply(agent_cls) if preset is not None else None)
         preset_args = dict(preset.env_args) if preset is not None and preset.env == env else {}
         env_config = EnvConfig(env, {**preset_args, **parse_env_args(env_args)})
         check_env_arguments(env_config)
@@ -139,15 +130,7 @@ def train(
 
 
 def _prepare_resume(
-    resume: Path,
-    agent: str | None,
-    env: str | None,
-    model: str | None,
-    backend: str | None,
-    seed: int | None,
-    sets: list[str] | None,
-    config_file: Path | None,
-    env_args: list[str] | None,
+    resume: Path, agent: str | None, env: str | None, sources: ConfigSources, env_args: list[str] | None
 ) -> tuple[type, Any, EnvConfig, Run]:
     """Check everything a resume needs before changing anything in the run; config.json is rewritten last."""
     run = Run.open(resume, claim=True)  # one writer at a time: a second resume of the same run is refused
@@ -160,9 +143,7 @@ def _prepare_resume(
                 )
         agent_cls = get_agent(saved["agent"])
         base = from_dict(agent_cls.Config, saved["config"], source=str(run.path / "config.json"))
-        config = resolve_config(
-            agent_cls.Config, config_file=config_file, sets=sets, model=model, seed=seed, backend=backend, base=base
-        )
+        config = resolve_config(agent_cls.Config, sources, base=base)
         # The config's own held fields first (the learner a curriculum wraps), then those inside a nested agent config
         # (the shapes in base_config), each as its own agent's fixed_on_resume names them.
         for nested in (False, True):

@@ -199,9 +199,9 @@ def test_env_specific_checks_and_a_base_without_a_sampler(tmp_path: Path) -> Non
 @pytest.mark.parametrize("name", ["curriculum-kuhn.toml", "curriculum-leduc.toml"])
 def test_the_documented_stage_files_load(name: str) -> None:
     from llm_gym.agents.curriculum.train import base_agent
-    from llm_gym.cli.common import resolve_config
+    from llm_gym.cli.common import ConfigSources, resolve_config
 
     path = Path(__file__).parents[2] / "docs" / "guides" / name
-    config = resolve_config(CurriculumConfig, config_file=path, sets=[], model=None, seed=0, backend=None)
+    config = resolve_config(CurriculumConfig, ConfigSources(config_file=path, seed=0))
     learner = base_agent(config)  # the learner's own keys are checked here, as `llm-gym train` does
     assert learner.config.num_envs * learner.config.num_steps >= 64 and len(config.stages) == 2
