@@ -33,7 +33,7 @@ from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.decisions import Decisions
 from llm_gym.agents.ppo_lora.model import ActorCritic
-from llm_gym.agents.ppo_lora.rollout import Rollout, collect
+from llm_gym.agents.ppo_lora.rollout import Rollout, RolloutActor, collect
 from llm_gym.agents.ppo_lora.strategies import strategy_for
 from llm_gym.agents.ppo_lora.update import _flatten, ppo_update, stored_batch
 from llm_gym.envs.catalog import EnvTraits
@@ -126,7 +126,7 @@ def main() -> None:
         stepper = EnvStepper(make_vector_env(env, base.num_envs), seed=0)
         stepper.reset()
         generator = torch.Generator().manual_seed(0)
-        rollout = collect(ac, strategy, stepper, base, env.env_id, generator, torch.zeros(base.num_envs), False)
+        rollout = collect(RolloutActor(ac, strategy, generator), stepper, base, env.env_id, torch.zeros(base.num_envs))
         stepper.close()
         if args.cache is not None:
             torch.save(rollout, args.cache)

@@ -26,7 +26,7 @@ from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.acting import strategy_for
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
-from llm_gym.agents.ppo_lora.rollout import Rollout, collect
+from llm_gym.agents.ppo_lora.rollout import Rollout, RolloutActor, collect
 from llm_gym.agents.ppo_lora.update import _flatten, value_features, value_warmup_update
 from llm_gym.envs.catalog import EnvTraits
 from llm_gym.lm.runtime import configure_threads
@@ -74,7 +74,7 @@ def main() -> None:
     generator, done = torch.Generator().manual_seed(0), torch.zeros(config.num_envs)
     rollouts = []
     for _ in range(2):
-        rollout = collect(ac, strategy, stepper, config, env.env_id, generator, done, False)
+        rollout = collect(RolloutActor(ac, strategy, generator), stepper, config, env.env_id, done)
         done = rollout.last_done
         rollouts.append(rollout)
     stepper.close()

@@ -15,13 +15,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from llm_gym.agents.ppo_lora.acting import act
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
-from llm_gym.agents.ppo_lora.model import ActorCritic
-from llm_gym.agents.ppo_lora.rollout import Rollout, cache_common_rules
-from llm_gym.agents.ppo_lora.strategies import Strategy
+from llm_gym.agents.ppo_lora.rollout import Rollout, RolloutActor, cache_common_rules
 from llm_gym.envs.protocol import legal_choices
-from llm_gym.lm.backends import LMBackend
 from llm_gym.rl.advantages import EpisodeSteps, group_advantages
 from llm_gym.stepping import EnvStepper
 from llm_gym.training.branches import Branches
@@ -63,21 +59,12 @@ class GroupRollout(Rollout):
         return out
 
 
-def collect_groups(
-    ac: ActorCritic,
-    strategy: Strategy,
-    stepper: EnvStepper,
-    config: PPOLoRAConfig,
-    env_id: str,
-    generator: torch.Generator,
-    with_reference: bool,
-    engine: LMBackend | None = None,
-) -> GroupRollout:
+def collect_groups(actor: RolloutActor, stepper: EnvStepper, config: PPOLoRAConfig, env_id: str) -> GroupRollout:
     """Play new groups on every env until the rollout holds ``config.rollout_size`` decisions, then play the groups
     in progress to their ends (one batched decision per step for the envs that are playing)."""
     stepper.episodes = None  # groups start as envs free up ...
     stepper.reset()
-    cache_common_rules(ac, stepper.infos)
+    cache_common_rules(actor.ac, stepper.infos)
     rollout = GroupRollout(last_done=torch.zeros(len(stepper)))
     branches = Branches(stepper, config.branch_fraction, config.seed) if config.branch_fraction > 0 else None
     while True:
@@ -90,10 +77,7 @@ def collect_groups(
                 rollout.branched = branches.branched
             return rollout
         infos = [stepper.infos[i] for i in active]
-        decisions = act(
-            ac, strategy, [stepper.observations[i] for i in active], infos, env_id, generator=generator,
-            with_reference=with_reference, engine=engine,
-        )  # fmt: skip
+        decisions = actor.decide([stepper.observations[i] for i in active], infos, env_id)
         if any(row.numel() for row in decisions.probs):
             rollout.count_actions(decisions.probs, [legal_choices(info, env_id)[1] for info in infos])
         episodes = [stepper.episode_index[i] for i in active]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,25 @@ from llm_gym.envs.protocol import legal_choices
 from llm_gym.lm.backends import LMBackend
 from llm_gym.lm.prompts import Turns
 from llm_gym.stepping import EnvStepper, Episode
+
+
+@dataclass(frozen=True)
+class RolloutActor:
+    """What picks a rollout's actions (:func:`collect` and :func:`~llm_gym.agents.ppo_lora.groups.collect_groups`
+    take it alike): the actor-critic and its strategy (score or generate mode), the generator sampling draws from,
+    whether each decision also scores the reference policy (``kl_reference``), and the rollout engine serving the
+    current adapter (``rollout_backend=vllm``), whose picks the training model then recomputes."""
+
+    ac: ActorCritic
+    strategy: Strategy
+    generator: torch.Generator
+    with_reference: bool = False
+    engine: LMBackend | None = None
+
+    def decide(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]], env_id: str) -> Decisions:
+        """One batched decision for these envs."""
+        return act(self.ac, self.strategy, observations, infos, env_id, generator=self.generator,
+                   with_reference=self.with_reference, engine=self.engine)  # fmt: skip
 
 
 @dataclass
@@ -82,31 +102,15 @@ def values_of(ac: ActorCritic, observations: list[Any], rules: list[str], turns:
 
 
 def collect(
-    ac: ActorCritic,
-    strategy: Strategy,
-    stepper: EnvStepper,
-    config: PPOLoRAConfig,
-    env_id: str,
-    generator: torch.Generator,
-    next_done: torch.Tensor,
-    with_reference: bool,
-    engine: LMBackend | None = None,
+    actor: RolloutActor, stepper: EnvStepper, config: PPOLoRAConfig, env_id: str, next_done: torch.Tensor
 ) -> Rollout:
-    """Step every env ``config.num_steps`` times with the current policy (``engine``: a rollout engine serving the
-    current adapter picks the actions; the training model recomputes their log-probs)."""
+    """Step every env ``config.num_steps`` times with the current policy (with an engine, the engine picks the
+    actions; the training model recomputes their log-probs)."""
+    ac = actor.ac
     cache_common_rules(ac, stepper.infos)
     rollout = Rollout()
     for _ in range(config.num_steps):
-        decisions = act(
-            ac,
-            strategy,
-            stepper.observations,
-            stepper.infos,
-            env_id,
-            generator=generator,
-            with_reference=with_reference,
-            engine=engine,
-        )
+        decisions = actor.decide(stepper.observations, stepper.infos, env_id)
         rules = rules_of(ac, stepper.infos)  # the episodes in play (a finished one's env is reset in the step)
         if any(row.numel() for row in decisions.probs):
             rollout.count_actions(decisions.probs, [legal_choices(info, env_id)[1] for info in stepper.infos])

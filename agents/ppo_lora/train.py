@@ -23,7 +23,15 @@ from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.engine import EngineStoppedError, RolloutEngine
 from llm_gym.agents.ppo_lora.evaluation import EVAL_SEED_OFFSET, evaluate, evaluate_session
 from llm_gym.agents.ppo_lora.groups import GroupRollout, collect_groups
-from llm_gym.agents.ppo_lora.rollout import Rollout, action_scalars, collect, engine_gap, rollout_arrays, value_scalars
+from llm_gym.agents.ppo_lora.rollout import (
+    Rollout,
+    RolloutActor,
+    action_scalars,
+    collect,
+    engine_gap,
+    rollout_arrays,
+    value_scalars,
+)
 from llm_gym.agents.ppo_lora.session import Session, initial_actor_critic, start_session
 from llm_gym.agents.ppo_lora.update import ppo_update, value_warmup_update
 from llm_gym.callbacks import Callback
@@ -86,11 +94,10 @@ def collect_rollout(s: Session) -> Rollout:
 
     def rollout() -> Rollout:
         with s.ac.observing():  # the standardised heads (value_input, action_head): the states they follow
+            actor = RolloutActor(s.ac, s.strategy, s.generator, s.with_reference, s.engine)
             if config.uses_groups:
-                return collect_groups(s.ac, s.strategy, s.stepper, config, env_id, s.generator, s.with_reference,
-                                      s.engine)  # fmt: skip
-            return collect(s.ac, s.strategy, s.stepper, config, env_id, s.generator, s.next_done, s.with_reference,
-                           s.engine)  # fmt: skip
+                return collect_groups(actor, s.stepper, config, env_id)
+            return collect(actor, s.stepper, config, env_id, s.next_done)
 
     if s.engine is None:
         collected = rollout()

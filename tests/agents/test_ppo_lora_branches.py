@@ -18,7 +18,7 @@ from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.acting import strategy_for
 from llm_gym.agents.ppo_lora.groups import GroupRollout, collect_groups
 from llm_gym.agents.ppo_lora.model import ActorCritic
-from llm_gym.agents.ppo_lora.rollout import rollout_arrays
+from llm_gym.agents.ppo_lora.rollout import RolloutActor, rollout_arrays
 from llm_gym.agents.ppo_lora.testing import resume_as_if_killed, tiny_config, train
 from llm_gym.envs.tasks import TaskRange, UniformTaskSampler
 from llm_gym.rl.advantages import leave_one_out
@@ -47,7 +47,9 @@ def _rollout(model: Path, seed: int = 5) -> GroupRollout:
     ac = ActorCritic(config, "rules")
     stepper = EnvStepper(make_vector_env(EnvConfig(TTT), 8), seed=seed, group_size=G)
     try:
-        return collect_groups(ac, strategy_for(config), stepper, config, TTT, torch.Generator().manual_seed(0), False)
+        return collect_groups(
+            RolloutActor(ac, strategy_for(config), torch.Generator().manual_seed(0)), stepper, config, TTT
+        )
     finally:
         stepper.close()
 

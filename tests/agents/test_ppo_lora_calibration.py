@@ -168,7 +168,7 @@ def test_the_update_recomputes_the_rollouts_offset_log_probabilities(calibrated_
     # The PPO ratio is the offset policy's: a stored decision re-packed for the update gets its offsets back, so the
     # recomputed log-probability of the action taken is the one the rollout stored (ratio 1 before any step).
     from llm_gym.agents.ppo_lora.model import ActorCritic
-    from llm_gym.agents.ppo_lora.rollout import collect
+    from llm_gym.agents.ppo_lora.rollout import RolloutActor, collect
     from llm_gym.agents.ppo_lora.strategies import choice_logprobs, strategy_for
     from llm_gym.agents.ppo_lora.update import _flatten, stored_batch
     from llm_gym.envs.catalog import EnvTraits
@@ -181,8 +181,8 @@ def test_the_update_recomputes_the_rollouts_offset_log_probabilities(calibrated_
     stepper = EnvStepper(make_vector_env(EnvConfig(ENV), 2, text_actions=False), seed=5)
     stepper.reset()
     try:
-        rollout = collect(ac, strategy_for(config), stepper, dataclasses.replace(config, num_steps=3), ENV,
-                          torch.Generator().manual_seed(0), torch.zeros(2), with_reference=True)  # fmt: skip
+        actor = RolloutActor(ac, strategy_for(config), torch.Generator().manual_seed(0), with_reference=True)
+        rollout = collect(actor, stepper, dataclasses.replace(config, num_steps=3), ENV, torch.zeros(2))
     finally:
         stepper.close()
     flat = _flatten(rollout)

@@ -15,6 +15,7 @@ from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.acting import act, merged_rows, strategy_for
 from llm_gym.agents.ppo_lora.groups import GroupRollout, collect_groups
 from llm_gym.agents.ppo_lora.model import ActorCritic
+from llm_gym.agents.ppo_lora.rollout import RolloutActor
 from llm_gym.agents.ppo_lora.testing import resume_as_if_killed, tiny_config, train
 from llm_gym.rl.advantages import leave_one_out
 from llm_gym.stepping import EnvStepper, make_vector_env
@@ -58,7 +59,7 @@ def test_a_rollout_holds_whole_episodes_of_complete_groups_with_their_advantages
     ac = ActorCritic(config, "rules")
     stepper = EnvStepper(make_vector_env(EnvConfig(KUHN), 8), seed=5, group_size=4)
     generator = torch.Generator().manual_seed(0)
-    rollout = collect_groups(ac, strategy_for(config), stepper, config, KUHN, generator, with_reference=False)
+    rollout = collect_groups(RolloutActor(ac, strategy_for(config), generator), stepper, config, KUHN)
     stepper.close()
     assert isinstance(rollout, GroupRollout) and rollout.size >= config.rollout_size
     episodes = sorted(e.index for e in rollout.finished)

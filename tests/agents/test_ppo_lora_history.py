@@ -14,7 +14,7 @@ import torch
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.acting import act, strategy_for
 from llm_gym.agents.ppo_lora.model import ActorCritic
-from llm_gym.agents.ppo_lora.rollout import collect, engine_gap
+from llm_gym.agents.ppo_lora.rollout import RolloutActor, collect, engine_gap
 from llm_gym.agents.ppo_lora.testing import tiny_config, train
 from llm_gym.agents.ppo_lora.update import ppo_update
 from llm_gym.envs.catalog import EnvTraits
@@ -112,7 +112,9 @@ def test_the_update_recomputes_history_decisions_exactly(model_dir: Path) -> Non
     strategy = strategy_for(config)
     stepper = _stepped(ENV, 3, 2)
     generator = torch.Generator().manual_seed(0)
-    rollout = collect(ac, strategy, stepper, config, ENV.env_id, generator, torch.zeros(3), True)
+    rollout = collect(
+        RolloutActor(ac, strategy, generator, with_reference=True), stepper, config, ENV.env_id, torch.zeros(3)
+    )
     assert engine_gap(rollout) == {}
     zeros = torch.zeros(config.num_steps, config.num_envs)
     optimizer = torch.optim.AdamW(ac.trainable_parameters(), lr=0.0)
@@ -148,8 +150,8 @@ def test_an_engine_picks_and_the_trainer_recomputes(model_dir: Path, mode: str) 
     strategy = strategy_for(config)
     stepper = EnvStepper(make_vector_env(ENV, 3, text_actions=strategy.text_actions), seed=0)
     stepper.reset()
-    rollout = collect(ac, strategy, stepper, config, ENV.env_id, torch.Generator().manual_seed(0), torch.zeros(3),
-                      False, engine)  # fmt: skip
+    actor = RolloutActor(ac, strategy, torch.Generator().manual_seed(0), engine=engine)
+    rollout = collect(actor, stepper, config, ENV.env_id, torch.zeros(3))
     gap = engine_gap(rollout)
     print(mode, gap)
     assert gap["charts/engine_logprob_gap_max"] < 1e-4

@@ -12,7 +12,7 @@ import torch
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.acting import strategy_for
 from llm_gym.agents.ppo_lora.model import ActorCritic
-from llm_gym.agents.ppo_lora.rollout import MAX_LOGGED_ACTIONS, Rollout, action_scalars, collect
+from llm_gym.agents.ppo_lora.rollout import MAX_LOGGED_ACTIONS, Rollout, RolloutActor, action_scalars, collect
 from llm_gym.agents.ppo_lora.testing import tiny_config, train
 from llm_gym.agents.ppo_lora.update import ppo_update
 from llm_gym.envs.catalog import EnvTraits
@@ -55,7 +55,7 @@ def rollout_of(model_dir: Path, **settings):
     stepper = EnvStepper(make_vector_env(ENV, config.num_envs, text_actions=False), seed=0)
     stepper.reset()
     generator = torch.Generator().manual_seed(0)
-    rollout = collect(ac, strategy, stepper, config, ENV.env_id, generator, torch.zeros(config.num_envs), False)
+    rollout = collect(RolloutActor(ac, strategy, generator), stepper, config, ENV.env_id, torch.zeros(config.num_envs))
     stepper.close()
     return ac, strategy, config, rollout, generator
 

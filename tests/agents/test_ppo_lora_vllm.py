@@ -25,7 +25,7 @@ from llm_gym.agents.ppo_lora.acting import act, rules_of, strategy_for, turns_of
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.engine import EngineStoppedError, RolloutEngine
 from llm_gym.agents.ppo_lora.model import ActorCritic
-from llm_gym.agents.ppo_lora.rollout import collect, engine_gap
+from llm_gym.agents.ppo_lora.rollout import RolloutActor, collect, engine_gap
 from llm_gym.agents.ppo_lora.testing import tiny_settings
 from llm_gym.agents.ppo_lora.train import train
 from llm_gym.agents.ppo_lora.update import ppo_update
@@ -100,7 +100,7 @@ def test_after_each_sync_the_engine_acts_with_the_trainers_policy(engine: Rollou
     generator = torch.Generator().manual_seed(0)
     engine.sync(ac)
 
-    rollout = collect(ac, strategy, stepper, config, ENV.env_id, generator, torch.zeros(3), False, engine)
+    rollout = collect(RolloutActor(ac, strategy, generator, engine=engine), stepper, config, ENV.env_id, torch.zeros(3))
     gap = engine_gap(rollout)
     assert gap["charts/engine_logprob_gap_max"] < ENGINE_TOLERANCE, gap
     assert any(d.prompts[0] != rollout.decisions[0].prompts[0] for d in rollout.decisions[1:])
