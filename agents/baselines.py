@@ -1,6 +1,7 @@
 """Baseline agents that do not learn: ``random`` (uniform over legal actions), ``constant`` (one named action at
-every step) and ``scripted`` (a ball tracker for Breakout and Pong). Training one records how it plays, so its curve
-sits beside the learners' in TensorBoard."""
+every step) and ``scripted`` (a ball tracker for Breakout and Pong), and the bases of the OpenSpiel ones (``mcts``,
+``solver``, ``best_response``: :class:`OpenSpielAgent`, :class:`OpenSpielPolicy`). Training one records how it
+plays, so its curve sits beside the learners' in TensorBoard."""
 
 from __future__ import annotations
 
@@ -185,8 +186,8 @@ Built = TypeVar("Built")
 
 class OpenSpielPolicy:
     """What the OpenSpiel baselines' policies share: each env's state is rebuilt from ``info["game_string"]`` and
-    ``info["history"]`` (the env's own state is not shared across processes), and what a policy builds per game (a
-    bot, a solver, a best response) is built once, because building it walks or loads the game."""
+    ``info["history"]`` (a policy sees observations and infos, never the env), and what a policy builds per game (a
+    bot, a solver, a best response) is built once, because building it loads or walks the game."""
 
     agent_name: ClassVar[str]
     """The agent named in the one-line refusal of an env whose info carries no game history."""
