@@ -38,7 +38,7 @@ def start_stage(run_dir: Path, seconds: int, tree: Path, model: Path) -> subproc
     """`train_stage RUN_DIR SECONDS llm-gym train --agent sft ...` in a shell of its own process group."""
     train = [str(LLM_GYM), "train", "--agent", "sft", "--env", "OpenSpiel-tic_tac_toe-v0", "--set", f"demos={tree}"]
     for setting in (f"model={model}", "dtype=float32", "threads=1", "trainable_layers=1", "max_demos=96", "epochs=3",
-                    "batch_size=8", "checkpoint_every=1", "validation_fraction=0", "eval_episodes=0",
+                    "minibatch_size=8", "checkpoint_every=1", "validation_fraction=0", "eval_episodes=0",
                     "eval_at_start=false", "progress=false"):  # fmt: skip
         train += ["--set", setting]
     script = f'source "{STAGE}"; train_stage "$0" {seconds} "$@"'
