@@ -67,27 +67,30 @@ def collect_groups(actor: RolloutActor, stepper: EnvStepper, config: PPOLoRAConf
     cache_common_rules(actor.ac, stepper.infos)
     rollout = GroupRollout(last_done=torch.zeros(len(stepper)))
     branches = Branches(stepper, config.branch_fraction, config.seed) if config.branch_fraction > 0 else None
-    while True:
-        if stepper.episodes is None and rollout.size >= config.rollout_size:
-            stepper.episodes = stepper.next_episode  # ... until there are enough decisions: the rest finish
-        active = stepper.active
-        if not active:
+    try:
+        while True:
+            if stepper.episodes is None and rollout.size >= config.rollout_size:
+                stepper.episodes = stepper.next_episode  # ... until there are enough decisions: the rest finish
+            active = stepper.active
+            if not active:
+                if branches is not None:
+                    rollout.branched = branches.branched
+                return rollout
+            infos = [stepper.infos[i] for i in active]
+            decisions = actor.decide([stepper.observations[i] for i in active], infos, env_id)
+            if any(row.numel() for row in decisions.probs):
+                rollout.count_actions(decisions.probs, [legal_choices(info, env_id)[1] for info in infos])
+            episodes = [stepper.episode_index[i] for i in active]
             if branches is not None:
-                branches.close()
-                rollout.branched = branches.branched
-            return rollout
-        infos = [stepper.infos[i] for i in active]
-        decisions = actor.decide([stepper.observations[i] for i in active], infos, env_id)
-        if any(row.numel() for row in decisions.probs):
-            rollout.count_actions(decisions.probs, [legal_choices(info, env_id)[1] for info in infos])
-        episodes = [stepper.episode_index[i] for i in active]
+                branches.visit(active, decisions.actions)
+            result = stepper.step(decisions.actions)
+            rollout.decisions.append(decisions)
+            rollout.episode_of.extend(episodes)  # type: ignore[arg-type]  # active envs play a numbered episode
+            rollout.row_rewards.extend(float(result.rewards[i]) * config.reward_scale for i in active)
+            rollout.keys.extend(tuple(prompt) for prompt in decisions.prompts)
+            rollout.finished.extend(result.finished)
+            rollout.invalid += int(result.invalid[active].sum())
+            rollout.raw_reward += float(result.raw_rewards[active].sum())
+    finally:  # a rollout that raises must not leave the stepper branching its next groups
         if branches is not None:
-            branches.visit(active, decisions.actions)
-        result = stepper.step(decisions.actions)
-        rollout.decisions.append(decisions)
-        rollout.episode_of.extend(episodes)  # type: ignore[arg-type]  # active envs play a numbered episode
-        rollout.row_rewards.extend(float(result.rewards[i]) * config.reward_scale for i in active)
-        rollout.keys.extend(tuple(prompt) for prompt in decisions.prompts)
-        rollout.finished.extend(result.finished)
-        rollout.invalid += int(result.invalid[active].sum())
-        rollout.raw_reward += float(result.raw_rewards[active].sum())
+            branches.close()
