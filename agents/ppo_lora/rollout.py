@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from llm_gym.agents.ppo_lora.acting import act, rules_of, turns_of
+from llm_gym.agents.ppo_lora.acting import act, merged_rows, rules_of, turns_of
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.decisions import Decisions
 from llm_gym.agents.ppo_lora.model import ActorCritic
@@ -92,13 +92,24 @@ class Rollout:
         }
 
 
-def values_of(ac: ActorCritic, observations: list[Any], rules: list[str], turns: list[Turns]) -> torch.Tensor:
+def values_of(
+    ac: ActorCritic, observations: list[Any], rules: list[str], turns: list[Turns], needed: Sequence[bool] | None = None
+) -> torch.Tensor:
     """V(s) for observations only (bootstrapping): the prompt (with each row's ``rules`` and earlier ``turns``)
-    and a one-token continuation the value ignores."""
-    prompts = ac.encode(observations, rules, turns)
+    and a one-token continuation the value ignores. Rows not ``needed`` get 0 without a forward (GAE never reads the
+    value of a state that follows a reset), and rows with the same prompt share one (as :func:`act`'s do)."""
+    values = torch.zeros(len(observations))
+    rows = [i for i in range(len(observations)) if needed is None or needed[i]]
+    if not rows:
+        return values
+    prompts = ac.encode([observations[i] for i in rows], [rules[i] for i in rows], [turns[i] for i in rows])
     end = ac.builder.answer_end_ids or [ac.pad_id]
-    batch = ac.pack([p.ids for p in prompts], [p.uses_prefix for p in prompts], [[end]] * len(prompts))
-    return ac.top(ac.bottom(batch), batch, "rollout")[1].cpu()
+    ids, uses_prefix = [p.ids for p in prompts], [p.uses_prefix for p in prompts]
+    distinct, inverse = merged_rows(ids, uses_prefix, [[end]] * len(prompts))
+    batch = ac.pack([ids[j] for j in distinct], [uses_prefix[j] for j in distinct], [[end]] * len(distinct))
+    computed = ac.top(ac.bottom(batch), batch, "rollout")[1].cpu()
+    values[rows] = computed[inverse].to(values.dtype)
+    return values
 
 
 def collect(
@@ -132,7 +143,8 @@ def collect(
         rollout.invalid += int(result.invalid.sum())
         rollout.raw_reward += float(result.raw_rewards.sum())
         next_done = torch.as_tensor(result.terminated | result.truncated, dtype=torch.float32)
-    rollout.last_value = values_of(ac, list(stepper.observations), rules_of(ac, stepper.infos), turns_of(stepper.infos))
+    rollout.last_value = values_of(ac, list(stepper.observations), rules_of(ac, stepper.infos),
+                                   turns_of(stepper.infos), needed=(next_done == 0).tolist())  # fmt: skip
     rollout.last_done = next_done
     return rollout
 

@@ -12,7 +12,14 @@ import torch
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.acting import strategy_for
 from llm_gym.agents.ppo_lora.model import ActorCritic
-from llm_gym.agents.ppo_lora.rollout import MAX_LOGGED_ACTIONS, Rollout, RolloutActor, action_scalars, collect
+from llm_gym.agents.ppo_lora.rollout import (
+    MAX_LOGGED_ACTIONS,
+    Rollout,
+    RolloutActor,
+    action_scalars,
+    collect,
+    values_of,
+)
 from llm_gym.agents.ppo_lora.testing import tiny_config, train
 from llm_gym.agents.ppo_lora.update import ppo_update
 from llm_gym.envs.catalog import EnvTraits
@@ -66,6 +73,26 @@ def test_a_rollout_counts_every_decision_of_the_policy(model_dir: Path) -> None:
     assert rollout.scored == config.num_envs * config.num_steps
     assert sum(scalars[f"policy/mean_prob/{name}"] for name in NAMES) == pytest.approx(1.0, abs=1e-5)
     assert sum(scalars[f"policy/greedy_share/{name}"] for name in NAMES) == pytest.approx(1.0)
+
+
+def test_bootstrap_values_share_a_forward_per_prompt_and_skip_states_after_a_reset(model_dir: Path) -> None:
+    """values_of runs identical prompts once and leaves the rows GAE never reads (a state right after a reset) at 0,
+    with the same values the rows get each on its own."""
+    config = tiny_config(model_dir, trainable_layers=2, lora_rank=4)
+    ac = ActorCritic(config, EnvTraits.probe(ENV).instructions)
+    stepper = EnvStepper(make_vector_env(ENV, 3, text_actions=False), seed=0)
+    stepper.reset()
+    observations = list(stepper.observations)
+    stepper.close()
+    rows = [0, 1, 0, 2, 1]  # two prompts shown twice
+    obs, rules, turns = [observations[i] for i in rows], [ac.builder.instructions] * 5, [()] * 5
+    with torch.no_grad():
+        alone = torch.stack([values_of(ac, [o], rules[:1], turns[:1])[0] for o in obs])
+        batched = values_of(ac, obs, rules, turns)
+        needed = values_of(ac, obs, rules, turns, needed=[True, False, True, True, False])
+    assert torch.allclose(batched, alone, atol=1e-5)
+    assert torch.allclose(needed[[0, 2, 3]], alone[[0, 2, 3]], atol=1e-5) and needed[[1, 4]].eq(0).all()
+    assert values_of(ac, obs, rules, turns, needed=[False] * 5).eq(0).all()
 
 
 def test_target_kl_stops_the_update_before_the_step_that_moves_too_far(model_dir: Path) -> None:
