@@ -126,6 +126,9 @@ class EnvStepper:
         # (first episode, seed, options, the envs already reset into it); and those envs' episode numbers.
         self._pending: dict[int, tuple[int, int, dict[str, Any] | None, set[int]]] = {}
         self._parked: dict[int, int] = {}
+        self.not_reported: set[int] = set()
+        """Episodes (by number) whose statistics the sampler does not get: groups started at a visited state
+        (:class:`llm_gym.training.branches.Branches`), whose returns count from there."""
         self.on_group_start: Callable[[list[int]], None] | None = None
         """Called with a group's envs as they start together (after their reset): it may move them elsewhere, as
         :class:`llm_gym.training.branches.Branches` does, setting their ``observations`` and ``infos``."""
@@ -177,11 +180,12 @@ class EnvStepper:
                 continue
             stats = EpisodeStats(**infos[i][EPISODE_KEY])
             result.finished.append(Episode(index, self.episode_seed(index), self.options[i], stats, infos[i], i))
-            if self.sampler is not None:
+            if self.sampler is not None and index not in self.not_reported:
                 report = stats.report()
                 if "success" in infos[i]:  # the env's own verdict (OpenSpiel) beats the sampler's rule of thumb
                     report["success"] = float(infos[i]["success"])
                 self.sampler.report(self.options[i], report)
+            self.not_reported.discard(index)
         if ended.any():
             self._reset(np.asarray(ended, dtype=bool))
         return result

@@ -31,7 +31,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import SyncVectorEnv
 
+from llm_gym.envs.tasks import OptionsMix
 from llm_gym.envs.wrappers import BOX_KEY
+from llm_gym.errors import ConfigError
 from llm_gym.stepping import EnvStepper
 
 
@@ -69,7 +71,7 @@ class Branches:
     def __init__(self, stepper: EnvStepper, fraction: float, seed: int, capacity: int = 256) -> None:
         check_branching(stepper)
         if not 0 <= fraction <= 1:
-            raise ValueError(f"branch_fraction must be in [0, 1], got {fraction}")
+            raise ConfigError(f"branch_fraction must be in [0, 1], got {fraction}")
         self.stepper, self.fraction, self.capacity = stepper, fraction, capacity
         self.rng = np.random.default_rng([seed, stepper.next_episode])
         self.points: list[BranchPoint] = []
@@ -106,6 +108,10 @@ class Branches:
             self.stepper.observations[slot], self.stepper.infos[slot] = observation, info
             episode = self.stepper.episode_index[slot]
             self.branched.add(episode)  # type: ignore[arg-type]  # a starting group's envs play numbered episodes
+            # It plays with the point's options (an episode_options mix: the point's opponent), and its statistics,
+            # which count from the branch point, are not reported to the mix's tallies.
+            self.stepper.options[slot] = point.options
+            self.stepper.not_reported.add(episode)  # type: ignore[arg-type]
             self._traces[slot] = _Trace(episode, point.seed, point.options, list(point.actions), len(point.actions))
 
     def close(self) -> None:
@@ -151,15 +157,15 @@ def _same(a: Any, b: Any) -> bool:
 def check_branching(stepper: EnvStepper) -> None:
     """Raise a one-line error where a stepper's envs cannot start groups at visited states."""
     if not isinstance(stepper.envs, SyncVectorEnv):
-        raise ValueError(
+        raise ConfigError(
             "branch_fraction replays envs stepped in this process: use --set vector=sync, or branch_fraction=0"
         )
     if stepper.group_size < 2:
-        raise ValueError(
+        raise ConfigError(
             "branch_fraction starts groups at visited states: it needs a group estimator (advantage=group)"
         )
-    if stepper.sampler is not None:
-        raise ValueError(
+    if stepper.sampler is not None and not isinstance(stepper.sampler, OptionsMix):
+        raise ConfigError(
             "branch_fraction does not go with a task sampler (a curriculum): a branched episode's outcome is not its "
-            "task's; use branch_fraction=0 under a curriculum"
+            "task's; use branch_fraction=0 under a curriculum (episode_options goes with it)"
         )

@@ -20,7 +20,7 @@ from llm_gym.agents.ppo_lora.groups import GroupRollout, collect_groups
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.rollout import RolloutActor, rollout_arrays
 from llm_gym.agents.ppo_lora.testing import resume_as_if_killed, tiny_config, train
-from llm_gym.envs.tasks import TaskRange, UniformTaskSampler
+from llm_gym.envs.tasks import OptionsMix, TaskRange, UniformTaskSampler
 from llm_gym.rl.advantages import leave_one_out
 from llm_gym.stepping import EnvStepper, make_vector_env
 from llm_gym.training.branches import Branches, BranchPoint, replay
@@ -42,10 +42,10 @@ def _config(model: Path, **overrides):
     return tiny_config(model, **{**settings, **overrides})
 
 
-def _rollout(model: Path, seed: int = 5) -> GroupRollout:
+def _rollout(model: Path, seed: int = 5, sampler: OptionsMix | None = None) -> GroupRollout:
     config = _config(model)
     ac = ActorCritic(config, "rules")
-    stepper = EnvStepper(make_vector_env(EnvConfig(TTT), 8), seed=seed, group_size=G)
+    stepper = EnvStepper(make_vector_env(EnvConfig(TTT), 8), seed=seed, group_size=G, sampler=sampler)
     try:
         return collect_groups(
             RolloutActor(ac, strategy_for(config), torch.Generator().manual_seed(0)), stepper, config, TTT
@@ -128,3 +128,14 @@ def test_settings_that_cannot_branch_are_refused(model: Path) -> None:
     sampler = UniformTaskSampler(TaskRange(0, 1))
     with pytest.raises(ValueError, match="does not go with a task sampler"):
         Branches(EnvStepper(make_vector_env(EnvConfig(TTT), 2), group_size=2, sampler=sampler), 0.5, 0)
+
+
+def test_branching_goes_with_an_options_mix_and_its_tallies_keep_to_games_from_a_reset(model: Path) -> None:
+    """episode_options (both opponents) with branch_fraction: a branched group replays its point with the point's
+    options (the replay checks the observation it reaches), and only the games from a reset are tallied."""
+    mix = OptionsMix([{"opponent": "random"}, {"opponent": "mcts", "mcts": {"simulations": 2}}], seed=0)
+    rollout = _rollout(model, sampler=mix)
+    assert rollout.branched, "branch_fraction=1 branches every group after the first states were visited"
+    from_reset = [e for e in rollout.finished if e.index not in rollout.branched]
+    assert sum(t["episodes"] for t in mix.tallies()) == len(from_reset) > 0
+    assert all(e.options in mix.choices for e in rollout.finished)
