@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from llm_gym.agents.ppo_lora.decisions import Continuations, Decisions, Prompts, Sampling
+from llm_gym.agents.ppo_lora.frozen_rows import row_key
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.strategies import Strategy, strategy_for
 from llm_gym.envs.history import TURNS_KEY
@@ -58,10 +59,9 @@ def act(
     # Rows that show the same prompt with the same continuations (a group's first observation, a state many envs
     # reach) run once; every row still draws its own action.
     distinct, inverse = merged_rows(ids, uses_prefix, continuations) if strategy.merges_identical else identity(rows)
-    batch = ac.pack(
+    batch, hidden, frozen = ac.bottom_rows(
         [ids[j] for j in distinct], [uses_prefix[j] for j in distinct], [continuations[j] for j in distinct]
     )
-    hidden = ac.bottom(batch)
     out, values = ac.top(hidden, batch, "rollout")
     actions, choice, logprob, token_logprobs, probs = strategy.choose(out, batch, options, how, picked, inverse)
     reference = [torch.empty(0)] * rows
@@ -70,10 +70,8 @@ def act(
             ac.top(hidden, batch, "reference")[0], batch, [continuations[j] for j in distinct]
         )
         reference = [distinct_reference[j] for j in inverse.tolist()]
-    kept = []
-    if keep_hidden:  # one tensor per distinct row, shared by the rows that merged into it
-        distinct_hidden = [hidden[j, :n].clone() for j, n in enumerate(batch.row_lengths.tolist())]
-        kept = [distinct_hidden[j] for j in inverse.tolist()]
+    # One tensor per distinct row (the frozen-row store's own, never written to), shared by the rows merged into it.
+    kept = [frozen[j] for j in inverse.tolist()] if keep_hidden else []
     values = values[inverse.to(values.device)]
     return Decisions(
         prompts=[p.ids for p in prompts],
@@ -106,11 +104,6 @@ def merged_rows(
             distinct.append(i)
         inverse.append(first[key])
     return distinct, torch.tensor(inverse, dtype=torch.long)
-
-
-def row_key(prompt: Sequence[int], uses_prefix: bool, continuations: Sequence[Sequence[int]]) -> tuple:
-    """What a decision's forward depends on: rows with equal keys compute the same forward."""
-    return tuple(prompt), bool(uses_prefix), tuple(tuple(c) for c in continuations)
 
 
 def identity(rows: int) -> tuple[list[int], torch.Tensor]:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from llm_gym.config import training_only
+from llm_gym.config import speed_only, training_only
 from llm_gym.lm.agent_config import LoRAConfig
 from llm_gym.training.config import PPOConfig, ScheduleConfig
 
@@ -44,6 +44,10 @@ class PPOLoRAConfig(LoRAConfig, PPOConfig, ScheduleConfig):
     (random play would feed its statistics); ignored on --resume."""
     max_new_tokens: int = 16
     """generate mode: answer length budget."""
+    frozen_cache_mb: int = speed_only(512)
+    """Keep the frozen layers' output of up to this many MiB of distinct decision rows (the most recently used), so
+    a position met again skips those layers (agents/ppo_lora/frozen_rows.py; each row is computed on its own, so the
+    results are the same at any size). 0: keep none."""
     action_prior: Literal["model", "calibrated"] = training_only("model")
     """score mode: model: the policy is the LM's likelihood of each action name, its prior over the names included;
     calibrated: before the first rollout, fit one log-probability offset per action name so the starting policy

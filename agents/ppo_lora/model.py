@@ -23,6 +23,7 @@ from torch import nn
 from llm_gym.agents.ppo_lora.action_head import ActionHead, load_action_head, save_action_head
 from llm_gym.agents.ppo_lora.calibration import save_action_bias
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
+from llm_gym.agents.ppo_lora.frozen_rows import FrozenRows, padded_hidden
 from llm_gym.agents.ppo_lora.tokens import check_tokenizer_record, write_tokenizer_record
 from llm_gym.agents.ppo_lora.value_head import ValueHead
 from llm_gym.errors import ConfigError
@@ -80,6 +81,7 @@ class ActorCritic:
         self.adapter_compute = self.split.adapter_compute  # generate mode's sampling runs the whole model under it too
         self.pad_id = self.tokenizer.pad_token_id
         self.reference_adapter: Path | None = None  # None: the reference is the base model (use_reference_adapter)
+        self.frozen_rows = FrozenRows(self.bottom, self.pack, config.frozen_cache_mb * 2**20)
         self.use_instructions(instructions)
         self.set_action_bias({})
         self.set_action_head(None)  # action_head=standardized: set_action_head / load_action_head
@@ -101,6 +103,7 @@ class ActorCritic:
         recomputes the stored decisions over the cached prefix."""
         self.builder = PromptBuilder(self.tokenizer, instructions)
         self.bottom_prefix = self.split.bottom_prefix(self.builder.prefix_ids)
+        self.frozen_rows.clear()  # computed over the old prefix
         with torch.no_grad(), self._reference_policy():
             self.reference_prefix = self.split.top_prefix(self.bottom_prefix)
         self.refresh()
@@ -233,6 +236,18 @@ class ActorCritic:
     def bottom(self, batch: PackedBatch) -> torch.Tensor:
         """Hidden states entering the first trainable layer (no gradients: those layers are frozen)."""
         return self.split.bottom(batch, self.bottom_prefix)
+
+    def bottom_rows(
+        self,
+        prompts: Sequence[Sequence[int]],
+        uses_prefix: Sequence[bool],
+        continuations: Sequence[Sequence[Sequence[int]]],
+    ) -> tuple[PackedBatch, torch.Tensor, list[torch.Tensor]]:
+        """The packed batch of these rows, its frozen-layer output (padded, on the model's device) and each row's
+        own (its length, H), every row computed on its own or taken from :attr:`frozen_rows`."""
+        batch = self.pack(prompts, uses_prefix, continuations)
+        rows = self.frozen_rows(prompts, uses_prefix, continuations)
+        return batch, padded_hidden(rows, batch.input_ids.shape[1]).to(self.device), rows
 
     def top(self, hidden: torch.Tensor, batch: PackedBatch, which: Pass) -> tuple[PackedOutput, torch.Tensor]:
         """Continuation log-probs and values from the split hidden states.

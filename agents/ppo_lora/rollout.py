@@ -106,8 +106,10 @@ def values_of(
     end = ac.builder.answer_end_ids or [ac.pad_id]
     ids, uses_prefix = [p.ids for p in prompts], [p.uses_prefix for p in prompts]
     distinct, inverse = merged_rows(ids, uses_prefix, [[end]] * len(prompts))
-    batch = ac.pack([ids[j] for j in distinct], [uses_prefix[j] for j in distinct], [[end]] * len(distinct))
-    computed = ac.top(ac.bottom(batch), batch, "rollout")[1].cpu()
+    batch, hidden, _ = ac.bottom_rows(
+        [ids[j] for j in distinct], [uses_prefix[j] for j in distinct], [[end]] * len(distinct)
+    )
+    computed = ac.top(hidden, batch, "rollout")[1].cpu()
     values[rows] = computed[inverse].to(values.dtype)
     return values
 

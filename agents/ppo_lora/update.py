@@ -15,9 +15,10 @@ from collections import defaultdict
 
 import torch
 
-from llm_gym.agents.ppo_lora.acting import identity, merged_rows, row_key
+from llm_gym.agents.ppo_lora.acting import identity, merged_rows
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.decisions import Forward, Stored
+from llm_gym.agents.ppo_lora.frozen_rows import padded_hidden, row_key
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.rollout import Rollout
 from llm_gym.agents.ppo_lora.strategies import Strategy
@@ -43,13 +44,6 @@ def _flatten(rollout: Rollout) -> dict[str, list]:
             flat["probs"].append(d.probs[i])
             flat["key"].append(row_key(d.prompts[i], d.uses_prefix[i], d.continuations[i]))
     return flat
-
-
-def padded_hidden(rows: list[torch.Tensor], width: int) -> torch.Tensor:
-    out = rows[0].new_zeros((len(rows), width, rows[0].shape[-1]))
-    for i, row in enumerate(rows):
-        out[i, : row.shape[0]] = row
-    return out
 
 
 def stored_batch(ac: ActorCritic, flat: dict[str, list], index: list[int]) -> tuple[PackedBatch, torch.Tensor]:

@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 
+from llm_gym.agents.ppo_lora.frozen_rows import padded_hidden
 from llm_gym.agents.ppo_lora.model import ActorCritic
-from llm_gym.agents.ppo_lora.update import padded_hidden
 from llm_gym.agents.sft import frozen_cache
 from llm_gym.agents.sft.config import SFTConfig
 from llm_gym.agents.sft.data import DemoExample
