@@ -126,9 +126,7 @@ class EnvStepper:
         # (first episode, seed, options, the envs already reset into it); and those envs' episode numbers.
         self._pending: dict[int, tuple[int, int, dict[str, Any] | None, set[int]]] = {}
         self._parked: dict[int, int] = {}
-        self.not_reported: set[int] = set()
-        """Episodes (by number) whose statistics the sampler does not get: groups started at a visited state
-        (:class:`llm_gym.training.branches.Branches`), whose returns count from there."""
+        self.not_reported: set[int] = set()  # episodes the sampler is not told of (branched: returns from there)
         self.on_group_start: Callable[[list[int]], None] | None = None
         """Called with a group's envs as they start together (after their reset): it may move them elsewhere, as
         :class:`llm_gym.training.branches.Branches` does, setting their ``observations`` and ``infos``."""
