@@ -27,6 +27,7 @@ from llm_gym.errors import CheckpointError, LLMGymError
 from llm_gym.runs.checkpoint_files import MANIFEST_FILE, STEP_DIR, _manifest, _read_manifest, verify_checkpoint
 from llm_gym.runs.lock import LOCK_FILE, RunLock
 from llm_gym.runs.model_card import write_model_card
+from llm_gym.runs.provenance import code_version
 from llm_gym.runs.trackers import open_trackers
 
 CONFIG_FILE = "config.json"
@@ -100,7 +101,13 @@ class Run:
             run.checkpoints_dir.mkdir(exist_ok=True)
             write_json_atomic(
                 run.path / CONFIG_FILE,
-                {"agent": agent, "env_id": env_id, "env_kwargs": dict(env_kwargs or {}), "config": dict(config)},
+                {
+                    "agent": agent,
+                    "env_id": env_id,
+                    "env_kwargs": dict(env_kwargs or {}),
+                    "config": dict(config),
+                    "code": code_version(),  # which code made the run: the command alone does not pin a result
+                },
             )
         except OSError as exc:
             run.close()
