@@ -14,6 +14,7 @@ import pytest
 
 from llm_gym.errors import CheckpointError
 from llm_gym.runs import Run, find_run_dir
+from llm_gym.runs.provenance import code_version
 
 
 def test_create_writes_the_resolved_config(tmp_path: Path) -> None:
@@ -25,6 +26,7 @@ def test_create_writes_the_resolved_config(tmp_path: Path) -> None:
         "env_id": "LLMPong-v0",
         "env_kwargs": {"frameskip": 2},
         "config": {"seed": 3, "total_steps": 10},
+        "code": code_version(),
     }
     with pytest.raises(CheckpointError, match="already holds a run"):
         Run.create("LLMPong-v0", "random", {}, path=run.path)
