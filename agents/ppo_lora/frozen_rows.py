@@ -4,9 +4,9 @@ states) needs no second pass through those layers, in the rollout, the bootstrap
 
 Each row runs through the frozen layers on its own, never padded beside other rows, so its output depends on the row
 alone: from the cache or computed now, in whatever batch it was asked for, the numbers are the same, and a resumed
-run (whose cache starts empty) continues exactly as the uninterrupted one. On a CPU a row on its own costs what it
-costs inside a padded batch (12 tic-tac-toe rows, padded to 169 tokens, on one core of the 2-core EPYC: 3.1-3.2 s
-batched, 2.9 s one at a time). The rows kept are the most recently used, within a budget of bytes.
+run (whose cache starts empty) continues exactly as the uninterrupted one. On a CPU a row on its own costs about what
+it costs inside a padded batch (whose padding is work too); what the store saves is measured by
+``benchmarks/ppo_lora_throughput.py``. The rows kept are the most recently used, within a budget of bytes.
 """
 
 from __future__ import annotations
@@ -81,11 +81,13 @@ class FrozenRows:
         self.bytes = 0
 
     def _keep(self, key: RowKey, hidden: torch.Tensor) -> None:
-        size = hidden.numel() * hidden.element_size()
-        if size > self.budget:
+        if _size(hidden) > self.budget:
             return
         self.rows[key] = hidden
-        self.bytes += size
+        self.bytes += _size(hidden)
         while self.bytes > self.budget:
-            _, dropped = self.rows.popitem(last=False)
-            self.bytes -= dropped.numel() * dropped.element_size()
+            self.bytes -= _size(self.rows.popitem(last=False)[1])
+
+
+def _size(hidden: torch.Tensor) -> int:
+    return hidden.numel() * hidden.element_size()
