@@ -9,6 +9,7 @@ end of the episode (the same seeded continuation for the whole group). See docs/
 """
 
 import argparse
+from typing import Any
 
 from peft import LoraConfig
 from trl import GRPOConfig, GRPOTrainer
@@ -16,20 +17,7 @@ from trl import GRPOConfig, GRPOTrainer
 from llm_gym.integrations.trl_grpo import EpisodeReward, decision_dataset
 from llm_gym.lm.models import load_causal_lm
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--model", default="smollm2-135m", help="smollm2-135m, an HF id or a local directory")
-parser.add_argument("--env", default="OpenSpiel-tic_tac_toe-v0")
-parser.add_argument("--steps", type=int, default=20, help="optimisation steps")
-parser.add_argument("--out", default="runs/grpo")
-args = parser.parse_args()
-
-model, tokenizer = load_causal_lm(args.model, dtype="float32")
-tokenizer.padding_side = "left"
-train = decision_dataset(args.env, [(None, seed) for seed in range(64)], lead_in=2)  # seeds 0-63 for training
-reward = EpisodeReward(continuation="random")
-config = GRPOConfig(
-    output_dir=args.out,
-    max_steps=args.steps,
+RECIPE = dict(
     per_device_train_batch_size=8,
     num_generations=8,  # one group = 8 answers to one decision: same task id, seed and continuation
     max_completion_length=8,
@@ -39,11 +27,36 @@ config = GRPOConfig(
     report_to=[],
     use_cpu=True,
 )
-lora = LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
-trainer = GRPOTrainer(
-    model=model, reward_funcs=reward, args=config, train_dataset=train, processing_class=tokenizer, peft_config=lora
-)
-trainer.train()
-rewards = [entry["reward"] for entry in trainer.state.log_history if "reward" in entry]
-print(f"{trainer.state.global_step} steps; mean reward per step: {', '.join(f'{r:+.2f}' for r in rewards)}")
-trainer.save_model(args.out)
+"""GRPOConfig's settings at small size (tests/integrations/test_trl_grpo.py trains a tiny model with this recipe)."""
+
+
+def grpo(model, tokenizer, rows, reward, out: str, steps: int, lora: LoraConfig | None, **settings: Any) -> GRPOTrainer:
+    """Train ``model`` for ``steps`` GRPO steps on the decision rows ``rows``: the recipe, ``settings`` over it."""
+    config = GRPOConfig(output_dir=str(out), max_steps=steps, **{**RECIPE, **settings})
+    trainer = GRPOTrainer(
+        model=model, reward_funcs=reward, args=config, train_dataset=rows, processing_class=tokenizer, peft_config=lora
+    )
+    trainer.train()
+    return trainer
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default="smollm2-135m", help="smollm2-135m, an HF id or a local directory")
+    parser.add_argument("--env", default="OpenSpiel-tic_tac_toe-v0")
+    parser.add_argument("--steps", type=int, default=20, help="optimisation steps")
+    parser.add_argument("--out", default="runs/grpo")
+    args = parser.parse_args()
+
+    model, tokenizer = load_causal_lm(args.model, dtype="float32")
+    tokenizer.padding_side = "left"
+    rows = decision_dataset(args.env, [(None, seed) for seed in range(64)], lead_in=2)  # seeds 0-63 for training
+    lora = LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
+    trainer = grpo(model, tokenizer, rows, EpisodeReward(continuation="random"), args.out, args.steps, lora)
+    rewards = [entry["reward"] for entry in trainer.state.log_history if "reward" in entry]
+    print(f"{trainer.state.global_step} steps; mean reward per step: {', '.join(f'{r:+.2f}' for r in rewards)}")
+    trainer.save_model(args.out)
+
+
+if __name__ == "__main__":
+    main()

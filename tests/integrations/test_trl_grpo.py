@@ -3,6 +3,7 @@ return as the reward, every completion of a group playing the same task id and s
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,16 @@ from llm_gym.integrations.trl_grpo import Decision, EpisodeReward, decision_data
 from llm_gym.lm.testing import make_tiny_model  # noqa: E402
 
 pytestmark = pytest.mark.trl
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "trl_grpo.py"
+
+
+def example_recipe():
+    """examples/trl_grpo.py as a module (not run as a script): its ``grpo`` function and ``RECIPE``."""
+    spec = importlib.util.spec_from_file_location("trl_grpo_example", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_dataset_rows_are_the_agents_prompts_and_rewards_replay_exactly() -> None:
@@ -35,7 +46,6 @@ def test_dataset_rows_are_the_agents_prompts_and_rewards_replay_exactly() -> Non
 
 def test_grpo_trainer_takes_two_steps_on_an_llm_gym_env(tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import GRPOConfig, GRPOTrainer
 
     model_dir = make_tiny_model(tmp_path / "tiny", init_std=0.5)
     model = AutoModelForCausalLM.from_pretrained(model_dir)
@@ -44,24 +54,14 @@ def test_grpo_trainer_takes_two_steps_on_an_llm_gym_env(tmp_path: Path) -> None:
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     dataset = decision_dataset("OpenSpiel-tic_tac_toe-v0", [(None, seed) for seed in range(16)], lead_in=2)
     reward = EpisodeReward()
-    config = GRPOConfig(
-        output_dir=str(tmp_path / "grpo"),
-        max_steps=2,
-        per_device_train_batch_size=16,
-        num_generations=8,
-        max_completion_length=16,
-        learning_rate=1e-2,
-        logging_steps=1,
-        save_strategy="no",
-        report_to=[],
-        use_cpu=True,
-        seed=0,
-        temperature=1.0,
-    )
-    trainer = GRPOTrainer(
-        model=model, reward_funcs=reward, args=config, train_dataset=dataset, processing_class=tokenizer
-    )
-    trainer.train()
+    # The example's recipe on the whole model (no LoRA), with a batch of two groups, a high learning rate and room
+    # for a random model's answers, so that two steps move the weights.
+    example = example_recipe()
+    assert example.RECIPE["num_generations"] == 8
+    trainer = example.grpo(
+        model, tokenizer, dataset, reward, tmp_path / "grpo", 2, None,
+        per_device_train_batch_size=16, max_completion_length=16, learning_rate=1e-2, seed=0, temperature=1.0,
+    )  # fmt: skip
     assert trainer.state.global_step == 2
     changed = [n for n, p in model.named_parameters() if not torch.equal(p.detach(), before[n])]
     assert changed, "no parameter moved"
