@@ -14,7 +14,17 @@ from llm_gym import __version__
 from llm_gym.agent import EnvConfig, Policy, policy_env_kwargs, sampling_policy
 from llm_gym.cli.checkpoint_settings import checkpoint_overrides
 from llm_gym.cli.common import ConfigSources, cli_errors, console, parse_env_args, print_json, resolve_config
-from llm_gym.cli.options import BackendOption, ConfigOption, EnvArgOption, EnvOption, JsonOption, ModelOption, SetOption
+from llm_gym.cli.options import (
+    BackendOption,
+    ConfigOption,
+    EnvArgOption,
+    EnvOption,
+    JsonOption,
+    MaxStepsOption,
+    ModelOption,
+    SetOption,
+    TaskIdsOption,
+)
 from llm_gym.cli.task_report import episode_task_ids
 from llm_gym.config import parse_assignments, to_dict
 from llm_gym.demos.record import Answerer, DemoSummary, record_demos, trace_expected_stdout, trace_worked_answer
@@ -52,16 +62,11 @@ def demos(
         int | None, typer.Option("--episodes", "-n", min=1, help="Episodes to play (default 10).")
     ] = None,
     seed: Annotated[int, typer.Option("--seed", "-s", min=0, help="Episode k resets with seed + k.")] = 0,
-    max_steps: Annotated[
-        int | None, typer.Option("--max-steps", min=1, help="Cut each episode after this many steps.")
-    ] = None,
+    max_steps: MaxStepsOption = None,
     num_envs: Annotated[
         int | None, typer.Option("--num-envs", min=1, help="Envs stepped in lockstep (batched; default 1).")
     ] = None,
-    task_ids: Annotated[
-        str | None,
-        typer.Option("--task-ids", help="Task ids FIRST-LAST: each in turn, or uniform draws when more than episodes."),
-    ] = None,
+    task_ids: TaskIdsOption = None,
     append: Annotated[bool, typer.Option("--append", help="Add to an existing --out file.")] = False,
     all_replies: Annotated[
         bool,

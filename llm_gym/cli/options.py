@@ -28,3 +28,10 @@ EnvArgOption = Annotated[
     typer.Option("--env-arg", help="Keyword argument for gym.make: key=value, value as JSON or text (repeatable)."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for machines instead of a table.")]
+MaxStepsOption = Annotated[
+    int | None, typer.Option("--max-steps", min=1, help="Cut each episode after this many steps.")
+]
+TaskIdsOption = Annotated[
+    str | None,
+    typer.Option("--task-ids", help="Task ids FIRST-LAST: each in turn, or uniform draws when more than episodes."),
+]

@@ -29,9 +29,11 @@ from llm_gym.cli.options import (
     EnvArgOption,
     EnvOption,
     JsonOption,
+    MaxStepsOption,
     ModelOption,
     SeedOption,
     SetOption,
+    TaskIdsOption,
 )
 from llm_gym.cli.play_progress import PlayProgress
 from llm_gym.cli.play_report import print_episodes
@@ -64,9 +66,7 @@ def play(
         int | None,
         typer.Option("--num-envs", min=1, help=f"Envs stepped in lockstep (batched) [default: {DEFAULT_NUM_ENVS}]."),
     ] = None,
-    max_steps: Annotated[
-        int | None, typer.Option("--max-steps", min=1, help="Cut each episode after this many steps.")
-    ] = None,
+    max_steps: MaxStepsOption = None,
     video: Annotated[Path | None, typer.Option("--video", help="Record the first episode to this mp4.")] = None,
     model: ModelOption = None,
     backend: BackendOption = None,
@@ -74,10 +74,7 @@ def play(
     config_file: ConfigOption = None,
     env_args: EnvArgOption = None,
     as_json: JsonOption = False,
-    task_ids: Annotated[
-        str | None,
-        typer.Option("--task-ids", help="Task ids FIRST-LAST: each in turn, or uniform draws when more than episodes."),
-    ] = None,
+    task_ids: TaskIdsOption = None,
     opponent: Annotated[
         str | None, typer.Option("--opponent", help="OpenSpiel opponent: random or mcts (= --env-arg opponent=...).")
     ] = None,
