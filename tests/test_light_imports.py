@@ -55,5 +55,6 @@ def test_ppo_lora_config_names_the_group_estimators_as_llm_gym_rl_does() -> None
 
     assert get_args(get_type_hints(PPOLoRAConfig)["advantage"]) == ESTIMATORS
     for estimator in ESTIMATORS:
-        config = PPOLoRAConfig(advantage=estimator, policy_loss="clip")
+        config = PPOLoRAConfig(advantage=estimator, policy_loss="auto" if estimator == "exact" else "clip")
         assert config.uses_groups == (estimator in GROUP_ESTIMATORS)
+        assert config.has_value_head == (estimator == "gae")

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from llm_gym.agent import DecisionDetails
 from llm_gym.agents.ppo_lora.decisions import Continuations, Decisions, Prompts, Sampling
 from llm_gym.agents.ppo_lora.frozen_rows import row_key
 from llm_gym.agents.ppo_lora.model import ActorCritic
@@ -129,10 +130,18 @@ class LivePolicy:
         self.ac, self.strategy, self.env_id, self.greedy = ac, strategy, env_id, greedy
         self.generator = torch.Generator().manual_seed(seed)
 
-    @torch.no_grad()
     def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[Any]:
+        return self.act_with_details(observations, infos)[0]
+
+    @torch.no_grad()
+    def act_with_details(
+        self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[Any], list[DecisionDetails]]:
+        """The actions and, in score mode, each decision's probabilities over the legal actions (what an exact
+        evaluation of the sampling policy reads)."""
         decisions = act(
             self.ac, self.strategy, observations, infos, self.env_id, generator=self.generator, greedy=self.greedy,
             keep_hidden=False,
         )  # fmt: skip
-        return decisions.actions
+        details = [DecisionDetails(probs=p.tolist()) if p.numel() else DecisionDetails() for p in decisions.probs]
+        return decisions.actions, details

@@ -72,7 +72,7 @@ class PPOLoRAConfig(LoRAConfig, PPOConfig, ScheduleConfig):
     model needs the rest."""
 
     # -- advantages --------------------------------------------------------------------------------------------
-    advantage: Literal["gae", "group", "step_group"] = training_only("group")
+    advantage: Literal["gae", "group", "step_group", "exact"] = training_only("group")
     """How each decision's advantage is estimated (llm_gym/rl/advantages.py; docs/guides/groups.md). group: the envs
     play in groups of group_size episodes reset with one task id and seed (so from the identical start); a decision
     gets its episode's return minus the mean return of the group's other episodes (RLOO/GRPO). step_group: plus, for
@@ -80,8 +80,15 @@ class PPOLoRAConfig(LoRAConfig, PPOConfig, ScheduleConfig):
     (GiGPO). Neither builds, trains nor saves a value head, and a rollout holds whole episodes (at least
     num_envs * num_steps decisions; the groups in play when that is reached are played to their ends). gae: a value
     head on the last prompt token and generalised advantage estimation over fixed rollouts of num_steps per env.
+    exact (small OpenSpiel games against the random opponent only): no rollout; each update asks the policy about
+    every position of the game tree and trains every legal action's exact advantage under it (exact policy mirror
+    descent, llm_gym/training/position_tree.py); an update counts as one env step per position.
     group is the default because it measured better than gae on Kuhn poker from zero at twice the speed
     (docs/guides/groups.md, "Results"); the settings that work on the value head need advantage=gae."""
+    exact_weights: Literal["visits", "positions"] = training_only("visits")
+    """exact: how the update weighs its positions. visits: by how often the policy meets each (the policy gradient's
+    weights: a position the policy never reaches moves the shared weights least); positions: all alike (each
+    position's own improvement step, as policy mirror descent over a table)."""
     group_size: int = training_only(8)
     """group, step_group: episodes per group (num_envs must be a multiple of it)."""
     group_scale: bool = training_only(False)
@@ -248,6 +255,8 @@ class PPOLoRAConfig(LoRAConfig, PPOConfig, ScheduleConfig):
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.uses_groups:  # after the ranges: a negative start_spread is reported as that
             self._check_groups()
+        if self.advantage == "exact":
+            self._check_exact()
         if not 0 <= self.branch_fraction <= 1 or (self.branch_fraction > 0 and not self.uses_groups):
             raise ValueError(
                 f"branch_fraction starts groups at visited states: it needs a value in [0, 1] and a group estimator "
@@ -282,9 +291,30 @@ class PPOLoRAConfig(LoRAConfig, PPOConfig, ScheduleConfig):
     @property
     def uses_groups(self) -> bool:
         """The advantage estimator compares groups of episodes and needs no value head."""
-        # Every estimator but gae (llm_gym.rl.advantages.GROUP_ESTIMATORS; tests/test_light_imports.py checks they
-        # agree): importing llm_gym.rl here loaded torch with every CLI run, since the plugin loads this module.
-        return self.advantage != "gae"
+        # llm_gym.rl.advantages.GROUP_ESTIMATORS, spelled out (tests/test_light_imports.py checks they agree):
+        # importing llm_gym.rl here loaded torch with every CLI run, since the plugin loads this module.
+        return self.advantage in ("group", "step_group")
+
+    @property
+    def has_value_head(self) -> bool:
+        """Only GAE reads a value head; the group estimators and ``exact`` build none."""
+        return self.advantage == "gae"
+
+    def _check_exact(self) -> None:
+        refused = {
+            "action_mode=generate": self.action_mode != "score",
+            "policy_loss=clip": self.policy_loss == "clip",
+            "rollout_backend=vllm": self.rollout_backend != "hf",
+            "value_warmup_updates": self.value_warmup_updates != 0,
+            "start_spread": self.start_spread != 0,
+            "episode_options": bool(self.episode_options),
+        }
+        for name, changed in refused.items():
+            if changed:
+                raise ValueError(
+                    f"advantage=exact trains every legal action of every position with the target loss in score mode, "
+                    f"on no rollout: {name} does not go with it"
+                )
 
     def _check_groups(self) -> None:
         if self.group_size < 2 or self.num_envs % self.group_size:

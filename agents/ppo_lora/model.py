@@ -75,8 +75,8 @@ class ActorCritic:
             self.model = self._peft(base, config, num_layers, adapter)
         self.model.eval()  # no dropout in the base model; LoRA dropout follows train()/eval() of the update
         self.hidden_size = base.config.hidden_size
-        # A group estimator (advantage=group/step_group) compares episodes of one start instead: no value head.
-        self.value_head: ValueHead | None = None if config.uses_groups else self._fresh_value_head(config)
+        # Only GAE reads a value head (advantage=group/step_group compare episodes of one start, exact walks the tree).
+        self.value_head: ValueHead | None = self._fresh_value_head(config) if config.has_value_head else None
         self.split = SplitLM(self.model, self.split_layer, config.adapter_compute)
         self.adapter_compute = self.split.adapter_compute  # generate mode's sampling runs the whole model under it too
         self.pad_id = self.tokenizer.pad_token_id

@@ -46,6 +46,7 @@ from llm_gym.runs import Run
 from llm_gym.stepping import EnvStepper, make_vector_env
 from llm_gym.training import loop as training
 from llm_gym.training.exact import check_exact_env
+from llm_gym.training.position_tree import PositionTree
 
 
 @dataclass
@@ -74,6 +75,8 @@ class Session:
     engine: RolloutEngine | None
     owns_engine: bool
     """The run started its engine (and closes it); a caller's engine stays open."""
+    positions: PositionTree | None = None
+    """advantage=exact: every position of the game tree, asked at each update instead of a rollout."""
 
     def save(self, directory: Path, envs: dict[str, Any] | None = None) -> None:
         """Everything ``--resume`` needs into ``directory``; ``envs``: the envs' state to write instead of now's."""
@@ -117,8 +120,11 @@ def start_session(
     configure_threads(config.threads)
     torch.manual_seed(config.starting_seed)  # the fresh LoRA and value head draw from it
     traits = _probe(env, config)
-    if config.eval_exact:
+    if config.eval_exact or config.advantage == "exact":
         check_exact_env(env)  # one line now, not after the first rollout
+    if config.advantage == "exact" and sampler is not None:
+        raise ConfigError("advantage=exact walks one game's whole tree: it takes no curriculum (use advantage=group)")
+    positions = PositionTree(env) if config.advantage == "exact" else None
     strategy = strategy_for(config)
     resume = run.resumed_from
     ac = initial_actor_critic(config, traits.instructions, resume)
@@ -135,7 +141,8 @@ def start_session(
         ac.trainable_parameters(), lr=config.peak_learning_rate, weight_decay=config.weight_decay
     )
     # The schedule is over the updates that train the policy: value warm-up updates neither count nor step it.
-    total_updates = max(1, math.ceil(config.total_steps / config.rollout_size) - config.value_warmup_updates)
+    per_update = len(positions) if positions is not None else config.rollout_size  # exact: a step per position
+    total_updates = max(1, math.ceil(config.total_steps / per_update) - config.value_warmup_updates)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_factor(config, total_updates))
     generator = torch.Generator().manual_seed(config.seed)
     vector_env = make_vector_env(
@@ -162,7 +169,8 @@ def start_session(
         engine = engine or RolloutEngine.start(config)
         engine.sync(ac)  # the adapter the run starts from (fresh, warm-started or resumed)
     return Session(config, env, run, callbacks, agent, sampler, traits, strategy, ac, optimizer, scheduler, generator,
-                   stepper, counters, next_done, with_reference, engine, owns_engine=rollout_engine is None)  # fmt: skip
+                   stepper, counters, next_done, with_reference, engine, owns_engine=rollout_engine is None,
+                   positions=positions)  # fmt: skip
 
 
 def _probe(env: EnvConfig, config: PPOLoRAConfig) -> EnvTraits:

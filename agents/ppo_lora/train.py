@@ -22,6 +22,7 @@ from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.engine import EngineStoppedError, RolloutEngine
 from llm_gym.agents.ppo_lora.evaluation import EVAL_SEED_OFFSET, evaluate, evaluate_session
+from llm_gym.agents.ppo_lora.exact_update import TreeRollout, collect_tree, exact_update
 from llm_gym.agents.ppo_lora.groups import GroupRollout, collect_groups
 from llm_gym.agents.ppo_lora.rollout import (
     Rollout,
@@ -95,6 +96,8 @@ def collect_rollout(s: Session) -> Rollout:
     def rollout() -> Rollout:
         with s.ac.observing():  # the standardised heads (value_input, action_head): the states they follow
             actor = RolloutActor(s.ac, s.strategy, s.generator, s.with_reference, s.engine)
+            if s.positions is not None:  # advantage=exact: every position of the tree, no episodes
+                return collect_tree(actor, s.positions, config, env_id)
             if config.uses_groups:
                 return collect_groups(actor, s.stepper, config, env_id)
             return collect(actor, s.stepper, config, env_id, s.next_done)
@@ -115,12 +118,16 @@ def collect_rollout(s: Session) -> Rollout:
                 f"continue with llm-gym train --resume {path.parent.parent}"
             ) from exc
     s.ac.fold_observed()  # every value and offset stays as the rollout computed it
-    s.next_done = collected.last_done
+    if collected.last_done is not None:  # exact: no env stepped
+        s.next_done = collected.last_done
     return collected
 
 
 def estimate_advantages(rollout: Rollout, config: PPOLoRAConfig) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """(advantages, returns): a group estimator's (no returns: there is no value head), or GAE's."""
+    """(advantages, returns): a group estimator's (no returns: there is no value head), or GAE's; ``exact``'s are
+    in the rollout's targets already (none here)."""
+    if isinstance(rollout, TreeRollout):
+        return torch.zeros(0), None
     if isinstance(rollout, GroupRollout):
         return rollout.advantages(config), None
     arrays = rollout.stacked()
@@ -137,8 +144,11 @@ def update(
     warming = counters.update < config.value_warmup_updates  # the value head alone, the policy as it is
     if warming:
         return value_warmup_update(s.ac, rollout, returns, config, s.generator), True
-    metrics = ppo_update(s.ac, s.strategy, s.optimizer, rollout, advantages, returns, config, s.generator,
-                         counters.kl_coef, counters.entropy_coef)  # fmt: skip
+    if isinstance(rollout, TreeRollout):
+        metrics = exact_update(s.ac, s.optimizer, rollout, config, s.generator, counters.kl_coef)
+    else:
+        metrics = ppo_update(s.ac, s.strategy, s.optimizer, rollout, advantages, returns, config, s.generator,
+                             counters.kl_coef, counters.entropy_coef)  # fmt: skip
     s.scheduler.step()
     if s.engine is not None:  # the next rollout acts with this update's adapter, never older
         s.engine.sync(s.ac)
@@ -181,6 +191,8 @@ def update_scalars(
         **engine_gap(rollout),
         **action_scalars(rollout),
     })  # fmt: skip
+    if isinstance(rollout, TreeRollout):  # the exact return of the policy the update started from (sampling)
+        scalars["exact/policy_return"] = rollout.start_return
     episodes = rollout_arrays(rollout)
     if len(episodes["returns"]):
         mean_return, raw = float(episodes["returns"].mean()), float(episodes["raw_returns"].mean())

@@ -29,7 +29,8 @@ STORED = ("choice", "logprob", "token_logprobs", "reference", "probs")
 """What each decision keeps for :class:`Stored`, in its field order."""
 
 
-def _flatten(rollout: Rollout) -> dict[str, list]:
+def flatten_decisions(rollout: Rollout) -> dict[str, list]:
+    """The rollout's decisions as one list per stored field (and ``key``: each row's identity), step by step."""
     flat: dict[str, list] = defaultdict(list)
     for d in rollout.decisions:
         for i in range(len(d.prompts)):
@@ -105,7 +106,7 @@ def ppo_update(
     mean of each logged quantity over the steps taken, ``epochs`` (the epochs begun) and ``optimizer_steps``.
     ``entropy_coef``: the entropy bonus's coefficient now (``entropy_target`` moves it); None: the config's."""
     entropy_coef = config.entropy_coef if entropy_coef is None else entropy_coef
-    flat = _flatten(rollout)
+    flat = flatten_decisions(rollout)
     old_values = torch.cat([d.values for d in rollout.decisions])
     advantages = advantages.flatten()
     # A group estimator has no value head: its value terms read zeros and add nothing.
@@ -187,7 +188,7 @@ def value_warmup_update(
     ``value_warmup_learning_rate`` on the head's squared error, with an optimizer of its own (so a resume needs no
     state of it). Unclipped: the clip keeps the value near the rollout's for the policy's sake, and here only the
     value moves. Every minibatch is used, not ``max_minibatches`` of them: a step costs one linear layer."""
-    flat = _flatten(rollout)
+    flat = flatten_decisions(rollout)
     samples, size = len(flat["prompts"]), config.minibatch_size
     inputs, targets = value_features(ac, flat, size), returns.flatten().to(ac.device)
     head = list(ac.value_head.parameters())

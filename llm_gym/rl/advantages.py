@@ -25,8 +25,9 @@ from dataclasses import dataclass
 
 import torch
 
-ESTIMATORS = ("gae", "group", "step_group")
-"""The advantage estimators a learner can choose (``advantage=...``)."""
+ESTIMATORS = ("gae", "group", "step_group", "exact")
+"""The advantage estimators a learner can choose (``advantage=...``; ``exact``: every position of a small game's tree,
+:mod:`llm_gym.training.position_tree`)."""
 GROUP_ESTIMATORS = ("group", "step_group")
 """The estimators that need groups of episodes from one start, and no value head."""
 

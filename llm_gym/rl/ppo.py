@@ -84,6 +84,13 @@ def improvement_target(
     return target / target.sum(1, keepdim=True).clamp_min(1e-30)
 
 
+def improved_distribution(old_probs: torch.Tensor, advantages: torch.Tensor, temperature: float) -> torch.Tensor:
+    """One state's improved distribution when every action's advantage is known: ``old_probs * exp(advantages /
+    temperature)``, renormalised (policy mirror descent's step; :func:`improvement_target` is its one-sample form)."""
+    logits = old_probs.double().clamp_min(1e-300).log() + (advantages.double() / temperature).clamp(-30.0, 30.0)
+    return torch.softmax(torch.where(old_probs > 0, logits, torch.full_like(logits, -torch.inf)), 0).float()
+
+
 def target_policy_loss(
     new_logprobs: torch.Tensor, old_probs: torch.Tensor, choice: torch.Tensor, advantages: torch.Tensor,
     temperature: float,

@@ -170,7 +170,7 @@ def test_the_update_recomputes_the_rollouts_offset_log_probabilities(calibrated_
     from llm_gym.agents.ppo_lora.model import ActorCritic
     from llm_gym.agents.ppo_lora.rollout import RolloutActor, collect
     from llm_gym.agents.ppo_lora.strategies import choice_logprobs, strategy_for
-    from llm_gym.agents.ppo_lora.update import _flatten, stored_batch
+    from llm_gym.agents.ppo_lora.update import flatten_decisions, stored_batch
     from llm_gym.envs.catalog import EnvTraits
     from llm_gym.stepping import EnvStepper, make_vector_env
 
@@ -185,7 +185,7 @@ def test_the_update_recomputes_the_rollouts_offset_log_probabilities(calibrated_
         rollout = collect(actor, stepper, dataclasses.replace(config, num_steps=3), ENV, torch.zeros(2))
     finally:
         stepper.close()
-    flat = _flatten(rollout)
+    flat = flatten_decisions(rollout)
     index = list(range(len(flat["prompts"])))
     batch, hidden = stored_batch(ac, flat, index)
     assert batch.seq_bias is not None

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from llm_gym.rl import improvement_target, target_policy_loss
+from llm_gym.rl import improved_distribution, improvement_target, target_policy_loss
 
 
 def test_the_target_reweights_the_taken_action_by_its_exponentiated_advantage() -> None:
@@ -52,3 +52,15 @@ def test_a_rare_action_that_did_worse_is_pushed_down_by_at_most_its_probability(
     )
     loss.backward()
     assert -logits.grad[0, 0] > 0.3
+
+
+def test_the_improved_distribution_with_every_advantage_known_is_old_times_exp_advantage_renormalised() -> None:
+
+    old = torch.tensor([0.5, 0.25, 0.25, 0.0])
+    advantages = torch.tensor([1.0, 0.0, -1.0, 5.0])
+    weights = torch.tensor([0.5 * math.e, 0.25, 0.25 / math.e, 0.0])
+    expected = weights / weights.sum()
+    assert torch.allclose(improved_distribution(old, advantages, 1.0), expected.float(), atol=1e-7)
+    # A lower temperature sharpens towards the best action; an action the policy never plays stays at 0.
+    sharp = improved_distribution(old, advantages, 0.1)
+    assert sharp[0] > 0.99 and sharp[3] == 0.0
