@@ -85,10 +85,12 @@ class PPOLoRAConfig(LoRAConfig, PPOConfig, ScheduleConfig):
     descent, llm_gym/training/position_tree.py); an update counts as one env step per position.
     group is the default because it measured better than gae on Kuhn poker from zero at twice the speed
     (docs/guides/groups.md, "Results"); the settings that work on the value head need advantage=gae."""
-    exact_weights: Literal["visits", "positions"] = training_only("visits")
-    """exact: how the update weighs its positions. visits: by how often the policy meets each (the policy gradient's
-    weights: a position the policy never reaches moves the shared weights least); positions: all alike (each
-    position's own improvement step, as policy mirror descent over a table)."""
+    exact_weights: Literal["positions", "visits"] = training_only("positions")
+    """exact: how the update weighs its positions. positions: all alike (each position's own improvement step, policy
+    mirror descent as over a table: a position the policy rarely meets, where a policy stuck at a local optimum must
+    change, moves as much as any); visits: by how often the policy meets each (the policy gradient's weights). The
+    advantages are in return units (not normalised), so target_temperature sets the step: the presets use 0.25-0.33
+    (kuhn-poker-exact, tic-tac-toe-exact). Every minibatch of every epoch is used (max_minibatches does not apply)."""
     group_size: int = training_only(8)
     """group, step_group: episodes per group (num_envs must be a multiple of it)."""
     group_scale: bool = training_only(False)

@@ -54,7 +54,7 @@ def test_every_position_is_asked_once_and_its_return_is_the_exact_evaluation_s(m
 
 
 def test_an_exact_run_raises_its_exact_return_and_counts_a_step_per_position(tmp_path: Path, model: Path) -> None:
-    summary, run = train(tmp_path / "run", KUHN, _exact(model, total_steps=12 * 8))
+    summary, run = train(tmp_path / "run", KUHN, _exact(model, total_steps=12 * 8, exact_weights="visits"))
     assert summary["env_steps"] == 96 and summary["updates"] == 8 and summary["advantage"] == "exact"
     assert not (Path(summary["checkpoint"]) / "value_head.pt").exists()
     returns = [e.value for e in read_events(run.path / "tb").Scalars("exact/policy_return")]
