@@ -73,7 +73,7 @@ class PositionTree:
             self._starts = [(p, self._outcomes(self._tree.root(seat))) for seat, p in self._tree.seats()]
             # Every move adds to a state's history, so depth orders each state before the states it leads to.
             self._order = sorted(range(self.states), key=self._depth.__getitem__)
-            self._reach = self._reach_weights()
+            self._reach = self._reach_of(None)
         finally:
             made.close()
 
@@ -109,21 +109,9 @@ class PositionTree:
         return ActionValues(float(start), advantages, value_sums / safe, self._visits(probs))
 
     def _visits(self, probs: Sequence[np.ndarray]) -> np.ndarray:
-        """Per position, the probability that the policy ``probs`` reaches it (summed over its states), in one pass
-        from the shallowest state to the deepest."""
-        reach = np.zeros(self.states)
-        for seat_probability, outcomes in self._starts:
-            for p, successor, _ in outcomes:
-                if successor is not None:
-                    reach[successor] += seat_probability * p
-        for state in self._order:
-            policy = np.asarray(probs[self._state_position[state]], dtype=np.float64)
-            for pi, moves in zip(policy, self._moves[state], strict=True):
-                for p, successor, _ in moves:
-                    if successor is not None:
-                        reach[successor] += reach[state] * pi * p
+        """Per position, the probability that the policy ``probs`` reaches it (summed over its states)."""
         visits = np.zeros(len(self.positions))
-        np.add.at(visits, np.asarray(self._state_position, dtype=np.int64), reach)
+        np.add.at(visits, np.asarray(self._state_position, dtype=np.int64), self._reach_of(probs))
         return visits
 
     # -- the walk ------------------------------------------------------------------------------------------------
@@ -172,19 +160,22 @@ class PositionTree:
         ]  # fmt: skip
         return state
 
-    def _reach_weights(self) -> list[float]:
-        """Per state, how likely chance and the opponent make it, summed over the paths to it (the learner's actions
-        weigh 1 each), in one pass from the shallowest state to the deepest."""
-        reach = [0.0] * self.states
+    def _reach_of(self, probs: Sequence[np.ndarray] | None) -> np.ndarray:
+        """Per state, how likely it is reached, summed over the paths to it, in one pass from the shallowest state to
+        the deepest: chance and the opponent weighted by their probabilities, the learner's actions by ``probs`` (the
+        policy's, per position) or, with None, 1 each (the reach that weighs a position's states)."""
+        reach = np.zeros(self.states)
         for seat_probability, outcomes in self._starts:
             for p, successor, _ in outcomes:
                 if successor is not None:
                     reach[successor] += seat_probability * p
         for state in self._order:
-            for moves in self._moves[state]:
-                for p, successor, _ in moves:
+            moves = self._moves[state]
+            policy = np.ones(len(moves)) if probs is None else np.asarray(probs[self._state_position[state]], float)
+            for pi, outcomes in zip(policy, moves, strict=True):
+                for p, successor, _ in outcomes:
                     if successor is not None:
-                        reach[successor] += reach[state] * p
+                        reach[successor] += reach[state] * pi * p
         return reach
 
 
