@@ -105,8 +105,9 @@ class Policy(Protocol):
     distribution over actions may have a ``greedy`` bool attribute: True takes the most likely action, False samples
     one (``llm-gym play --sample`` sets it; see :func:`sampling_policy`). A policy that can say what it knew when it
     chose (action probabilities, a value, the model's text) has an ``act_with_details(observations, infos)`` method
-    that returns the same actions as ``act`` plus one :class:`DecisionDetails` each; :func:`act_with_details` calls
-    it where present and falls back to ``act`` with empty details, so callers never probe.
+    that returns the same actions as ``act`` plus one :class:`DecisionDetails` each (subclassing
+    :class:`DetailedPolicy` derives ``act`` from it); :func:`act_with_details` calls it where present and falls back
+    to ``act`` with empty details, so callers never probe.
     """
 
     def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> Sequence[Action]:
@@ -169,6 +170,20 @@ class DecisionDetails(TypedDict, total=False):
     """The text the model wrote (generate mode)."""
     tokens: int
     """Tokens generated for this decision."""
+
+
+class DetailedPolicy(abc.ABC):
+    """Base of the policies that can say what they knew when they chose (see :class:`Policy`): a subclass implements
+    ``act_with_details``, and ``act`` is its actions alone."""
+
+    @abc.abstractmethod
+    def act_with_details(
+        self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[Any], list[DecisionDetails]]:
+        """One action per observation, as ``act``, and one :class:`DecisionDetails` each."""
+
+    def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[Any]:
+        return self.act_with_details(observations, infos)[0]
 
 
 def act_with_details(

@@ -5,15 +5,14 @@ equals ``exploitability`` of its table, and a long sampled play agrees with the 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
 from open_spiel.python import policy as os_policy
 from open_spiel.python.algorithms import expected_game_score, exploitability
 
-from llm_gym.agent import EnvConfig
+from llm_gym.agent import DetailedPolicy, EnvConfig
 from llm_gym.envs.openspiel.tree import GameTree
 from llm_gym.errors import ConfigError, UnsupportedEnvError
 from llm_gym.plugins import get_agent
@@ -30,14 +29,11 @@ def _weights(observation: str, legal: Sequence[int], stochastic: bool) -> list[f
     return list(raw / raw.sum())
 
 
-class HashPolicy:
+class HashPolicy(DetailedPolicy):
     """llm-gym's side: acts on the observation text as any policy does."""
 
     def __init__(self, stochastic: bool = False) -> None:
         self.stochastic = stochastic
-
-    def act(self, observations: Sequence[str], infos: Sequence[Mapping[str, Any]]) -> list[int]:
-        return self.act_with_details(observations, infos)[0]
 
     def act_with_details(self, observations, infos):
         probs = [_weights(o, i["legal_actions"], self.stochastic) for o, i in zip(observations, infos, strict=True)]

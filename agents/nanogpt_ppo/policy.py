@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from llm_gym.agent import DecisionDetails, EnvConfig
+from llm_gym.agent import DecisionDetails, DetailedPolicy, EnvConfig
 from llm_gym.agents.nanogpt_ppo.config import NanoGPTPPOConfig
 from llm_gym.agents.nanogpt_ppo.envs import info_mask, text_length, with_grid
 from llm_gym.agents.nanogpt_ppo.model import MASKED_LOGIT, GPTShape, NanoGPTActorCritic
@@ -94,7 +94,7 @@ def load_network(directory: Path, device: str = "cpu") -> NanoGPTActorCritic:
     return model
 
 
-class NanoGPTPolicy:
+class NanoGPTPolicy(DetailedPolicy):
     """Acts for a batch of text observations: greedy (``deterministic``) or sampled from the policy head.
 
     Args:
@@ -132,9 +132,6 @@ class NanoGPTPolicy:
     @greedy.setter
     def greedy(self, value: bool) -> None:
         self.deterministic = value
-
-    def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[int]:
-        return self.act_with_details(observations, infos)[0]
 
     @torch.inference_mode()
     def act_with_details(

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from llm_gym.agent import DecisionDetails
+from llm_gym.agent import DecisionDetails, DetailedPolicy
 from llm_gym.agents.ppo_lora.decisions import Continuations, Decisions, Prompts, Sampling
 from llm_gym.agents.ppo_lora.frozen_rows import row_key
 from llm_gym.agents.ppo_lora.model import ActorCritic
@@ -122,16 +122,13 @@ def turns_of(infos: Sequence[Mapping[str, Any]]) -> list[Turns]:
     return [tuple(info.get(TURNS_KEY, ())) for info in infos]
 
 
-class LivePolicy:
+class LivePolicy(DetailedPolicy):
     """Greedy (or, ``greedy=False``, sampled) actions of the adapter being trained, through :func:`act` (the
     periodic evaluation)."""
 
     def __init__(self, ac: ActorCritic, strategy: Strategy, env_id: str, seed: int = 0, greedy: bool = True) -> None:
         self.ac, self.strategy, self.env_id, self.greedy = ac, strategy, env_id, greedy
         self.generator = torch.Generator().manual_seed(seed)
-
-    def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[Any]:
-        return self.act_with_details(observations, infos)[0]
 
     @torch.no_grad()
     def act_with_details(

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 
 from llm_gym.actions import parse_action
-from llm_gym.agent import DecisionDetails
+from llm_gym.agent import DecisionDetails, DetailedPolicy
 from llm_gym.envs.catalog import EnvConfig, EnvTraits
 from llm_gym.envs.history import TURNS_KEY
 from llm_gym.envs.protocol import legal_choices, step_instructions
@@ -34,7 +34,7 @@ def with_action_bias(loglik: Any, names: Sequence[str], bias: Mapping[str, float
     return loglik + np.array([bias.get(name, 0.0) for name in names]) if bias else loglik
 
 
-class LMPolicy:
+class LMPolicy(DetailedPolicy):
     """Acts for a batch of envs with one backend call per step.
 
     Args:
@@ -78,9 +78,6 @@ class LMPolicy:
         self.parse_failures = 0
         self.last_answers: list[str] = []
         """The model's answer behind each action of the latest ``act`` (score mode: the chosen action's name)."""
-
-    def act(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]) -> list[Any]:
-        return self.act_with_details(observations, infos)[0]
 
     def act_with_details(
         self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]]
