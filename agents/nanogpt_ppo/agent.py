@@ -11,6 +11,7 @@ from typing import Any
 import llm_gym
 from llm_gym.agent import Agent, EnvConfig, Policy
 from llm_gym.agents.nanogpt_ppo.config import NanoGPTPPOConfig
+from llm_gym.agents.nanogpt_ppo.files import TRAINING_FILE
 from llm_gym.callbacks import Callback
 from llm_gym.envs.tasks import TaskSampler
 from llm_gym.runs import Run
@@ -42,8 +43,6 @@ class NanoGPTPPOAgent(Agent):
 
     def resume_only_files(self) -> tuple[str, ...]:
         """``training.pt``: the optimiser, RNG states, counters and rollout buffer position."""
-        from llm_gym.agents.nanogpt_ppo.checkpoint import TRAINING_FILE  # beside the state it holds (torch)
-
         return (TRAINING_FILE,)
 
 

@@ -16,10 +16,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from llm_gym.agents.nanogpt_ppo.files import TRAINING_FILE
 from llm_gym.errors import CheckpointError
 from llm_gym.training.loop import Counters, load_envs, save_envs
-
-TRAINING_FILE = "training.pt"
 
 
 @dataclass
