@@ -42,6 +42,8 @@ class TreeRollout(Rollout):
     """The exact expected return, from the start, of the policy that was asked (its own probabilities, not greedy)."""
     weights: torch.Tensor = field(default_factory=lambda: torch.ones(0))
     """Per position, its weight in the update's loss (mean 1 over the positions; ``exact_weights``)."""
+    focus: list[int] = field(default_factory=list)
+    """The positions the asked policy's greedy version reaches (``exact_focus_epochs`` trains them again)."""
 
 
 def collect_tree(actor: RolloutActor, tree: PositionTree, config: PPOLoRAConfig, env_id: str) -> TreeRollout:
@@ -62,6 +64,8 @@ def collect_tree(actor: RolloutActor, tree: PositionTree, config: PPOLoRAConfig,
     rollout.start_return = values.start_return
     weights = values.visits if config.exact_weights == "visits" else np.ones(len(probs))
     rollout.weights = torch.from_numpy(weights * len(weights) / weights.sum()).float()
+    if config.exact_focus_epochs:
+        rollout.focus = greedy_positions(tree, probs)
     rollout.targets = [
         improved_distribution(torch.from_numpy(p), torch.from_numpy(a), config.target_temperature)
         for p, a in zip(probs, values.advantages, strict=True)
@@ -69,11 +73,19 @@ def collect_tree(actor: RolloutActor, tree: PositionTree, config: PPOLoRAConfig,
     return rollout
 
 
+def greedy_positions(tree: PositionTree, probs: list[np.ndarray]) -> list[int]:
+    """The positions that the policy playing its most likely action (``probs``' first largest, as ``act`` picks)
+    reaches against every chance outcome and opponent reply."""
+    greedy = [np.eye(len(p))[int(np.argmax(p))] for p in probs]
+    return np.flatnonzero(tree.visits(greedy) > 0).tolist()
+
+
 def exact_update(
     ac: ActorCritic, optimizer: torch.optim.Optimizer, rollout: TreeRollout, config: PPOLoRAConfig,
     generator: torch.Generator, kl_coef: float,
 ) -> dict[str, float]:  # fmt: skip
-    """``update_epochs`` shuffled passes over the positions, one optimizer step per ``minibatch_size`` of them, each
+    """``update_epochs`` shuffled passes over the positions, then ``exact_focus_epochs`` over the rollout's
+    ``focus``, one optimizer step per ``minibatch_size`` of them, each
     on the cross-entropy of the policy to the positions' improved distributions, plus ``kl_coef`` times the KL to the
     reference where the run has one (as the sampled estimators' updates); returns the mean of each logged quantity over
     the steps (``policy_loss``, ``kl_ref``, ``entropy``, ``approx_kl`` from the asked policy, ``grad_norm``)."""
@@ -84,9 +96,10 @@ def exact_update(
     steps = 0
     ac.model.train()
     try:
-        for _ in range(config.update_epochs):
-            order = torch.randperm(samples, generator=generator).tolist()
-            for lo in range(0, samples, config.minibatch_size):
+        passes = [list(range(samples))] * config.update_epochs + [rollout.focus] * config.exact_focus_epochs
+        for positions in passes:
+            order = [positions[i] for i in torch.randperm(len(positions), generator=generator).tolist()]
+            for lo in range(0, len(order), config.minibatch_size):
                 index = order[lo : lo + config.minibatch_size]
                 batch, hidden = stored_batch(ac, flat, index)
                 out, _ = ac.top(hidden, batch, "train")
@@ -122,4 +135,5 @@ def exact_update(
         ac.model.eval()
         ac.refresh()
     means = {key: value / max(steps, 1) for key, value in sums.items()}
-    return {**means, "epochs": float(config.update_epochs), "optimizer_steps": float(steps)}
+    return {**means, "epochs": float(config.update_epochs), "optimizer_steps": float(steps),
+            "focus_positions": float(len(rollout.focus))}  # fmt: skip

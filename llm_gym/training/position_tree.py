@@ -106,9 +106,9 @@ class PositionTree:
         safe = np.where(weights > 0, weights, 1.0)
         start = sum(p * _expected(outcomes, state_values) for p, outcomes in self._starts)
         advantages = [s / w for s, w in zip(sums, safe, strict=True)]
-        return ActionValues(float(start), advantages, value_sums / safe, self._visits(probs))
+        return ActionValues(float(start), advantages, value_sums / safe, self.visits(probs))
 
-    def _visits(self, probs: Sequence[np.ndarray]) -> np.ndarray:
+    def visits(self, probs: Sequence[np.ndarray]) -> np.ndarray:
         """Per position, the probability that the policy ``probs`` reaches it (summed over its states)."""
         visits = np.zeros(len(self.positions))
         np.add.at(visits, np.asarray(self._state_position, dtype=np.int64), self._reach_of(probs))

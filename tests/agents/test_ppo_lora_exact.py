@@ -12,7 +12,7 @@ from safetensors.torch import load_file
 
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.acting import LivePolicy, strategy_for
-from llm_gym.agents.ppo_lora.exact_update import collect_tree
+from llm_gym.agents.ppo_lora.exact_update import collect_tree, exact_update
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.rollout import RolloutActor
 from llm_gym.agents.ppo_lora.testing import resume_as_if_killed, tiny_config, train
@@ -51,6 +51,36 @@ def test_every_position_is_asked_once_and_its_return_is_the_exact_evaluation_s(m
         assert len(target) == len(info["legal_actions"]) and float(target.sum()) == pytest.approx(1.0, abs=1e-5)
     sampled = evaluate_exact(LivePolicy(ac, strategy, KUHN, greedy=False), env, greedy=False)
     assert rollout.start_return == pytest.approx(sampled.expected_return, abs=1e-4)
+
+
+class _Recording(LivePolicy):
+    """The live policy, keeping every observation it was asked about."""
+
+    asked: list[str]
+
+    def act_with_details(self, observations, infos):  # type: ignore[no-untyped-def]
+        self.asked = [*getattr(self, "asked", []), *observations]
+        return super().act_with_details(observations, infos)
+
+
+def test_the_focus_is_what_the_greedy_evaluation_asks_and_is_trained_again(tmp_path: Path, model: Path) -> None:
+    config = _exact(model, exact_focus_epochs=2, update_epochs=1, learning_rate=0.0)
+    env = EnvConfig(KUHN)
+    tree = PositionTree(env)
+    ac = ActorCritic(config, tree.positions[0][1]["instructions"])
+    strategy = strategy_for(config)
+    rollout = collect_tree(RolloutActor(ac, strategy, torch.Generator().manual_seed(0), False, None), tree, config, KUHN)
+    greedy = _Recording(ac, strategy, KUHN, greedy=True)
+    evaluate_exact(greedy, env)
+    assert sorted(tree.positions[i][0] for i in rollout.focus) == sorted(greedy.asked)
+    assert 0 < len(rollout.focus) < len(tree)
+    metrics = exact_update(ac, torch.optim.SGD(ac.trainable_parameters(), lr=0.0), rollout, config,
+                           torch.Generator().manual_seed(0), 0.0)  # fmt: skip
+    # One pass of 12 positions in minibatches of 8, then two of the focus.
+    assert metrics["optimizer_steps"] == 2 + 2 * -(-len(rollout.focus) // 8)
+    assert metrics["focus_positions"] == len(rollout.focus)
+    with pytest.raises(ValueError, match="exact_focus_epochs .* needs advantage=exact, got advantage=gae"):
+        tiny_config(model, exact_focus_epochs=1)
 
 
 def test_an_exact_run_raises_its_exact_return_and_counts_a_step_per_position(tmp_path: Path, model: Path) -> None:
