@@ -34,42 +34,58 @@ from llm_gym.training.position_tree import PositionTree
 
 @dataclass
 class TreeRollout(Rollout):
-    """Every position of the tree once (``decisions``, in batches), with the improved distribution to train each on."""
+    """Every position of the tree with more than one legal action once (``decisions``, in batches; ``asked``), with
+    the improved distribution to train each on. A position with one legal action is not asked: its only action has
+    probability 1 under any policy, and its loss no gradient."""
 
+    positions: int = 0
+    """The tree's positions, asked or not: the env steps the update counts (``size``)."""
+    asked: list[int] = field(default_factory=list)
+    """The tree index of each asked position, in the order the update flattens them."""
     targets: list[torch.Tensor] = field(default_factory=list)
-    """Per position (in the order the update flattens them), the improved distribution over its legal actions."""
+    """Per asked position, the improved distribution over its legal actions."""
     start_return: float = float("nan")
     """The exact expected return, from the start, of the policy that was asked (its own probabilities, not greedy)."""
     weights: torch.Tensor = field(default_factory=lambda: torch.ones(0))
-    """Per position, its weight in the update's loss (mean 1 over the positions; ``exact_weights``)."""
+    """Per asked position, its weight in the update's loss (mean 1 over them; ``exact_weights``)."""
     focus: list[int] = field(default_factory=list)
-    """The positions the asked policy's greedy version reaches (``exact_focus_epochs`` trains them again)."""
+    """The asked positions (their index in ``asked``) that the asked policy's greedy version reaches
+    (``exact_focus_epochs`` trains them again)."""
+
+    @property
+    def size(self) -> int:
+        return self.positions
 
 
 def collect_tree(actor: RolloutActor, tree: PositionTree, config: PPOLoRAConfig, env_id: str) -> TreeRollout:
-    """Ask the policy about every position of ``tree`` (in batches of ``minibatch_size``) and attach to each its
-    improved distribution under the policy's exact advantages."""
+    """Ask the policy about every position of ``tree`` with a choice to make (in batches of ``minibatch_size``) and
+    attach to each its improved distribution under the policy's exact advantages."""
     ac = actor.ac
     observations, infos = [o for o, _ in tree.positions], [i for _, i in tree.positions]
     cache_common_rules(ac, infos)
-    rollout = TreeRollout()
-    probs: list[np.ndarray] = []
-    for lo in range(0, len(observations), config.minibatch_size):
-        batch_infos = infos[lo : lo + config.minibatch_size]
-        decisions = actor.decide(observations[lo : lo + config.minibatch_size], batch_infos, env_id)
+    rollout = TreeRollout(positions=len(tree))
+    rollout.asked = [i for i, info in enumerate(infos) if len(info["legal_actions"]) > 1]
+    probs: list[np.ndarray] = [np.ones(len(info["legal_actions"])) for info in infos]
+    for lo in range(0, len(rollout.asked), config.minibatch_size):
+        batch = rollout.asked[lo : lo + config.minibatch_size]
+        batch_infos = [infos[i] for i in batch]
+        decisions = actor.decide([observations[i] for i in batch], batch_infos, env_id)
         rollout.decisions.append(decisions)
         rollout.count_actions(decisions.probs, [legal_choices(info, env_id)[1] for info in batch_infos])
-        probs.extend(p.double().numpy() for p in decisions.probs)
+        for i, p in zip(batch, decisions.probs, strict=True):
+            probs[i] = p.double().numpy()
     values = tree.action_values(probs)
     rollout.start_return = values.start_return
-    weights = values.visits if config.exact_weights == "visits" else np.ones(len(probs))
+    weights = values.visits[rollout.asked] if config.exact_weights == "visits" else np.ones(len(rollout.asked))
     rollout.weights = torch.from_numpy(weights * len(weights) / weights.sum()).float()
     if config.exact_focus_epochs:
-        rollout.focus = greedy_positions(tree, probs)
+        reached = set(greedy_positions(tree, probs))
+        rollout.focus = [k for k, i in enumerate(rollout.asked) if i in reached]
     rollout.targets = [
-        improved_distribution(torch.from_numpy(p), torch.from_numpy(a), config.target_temperature)
-        for p, a in zip(probs, values.advantages, strict=True)
-    ]
+        improved_distribution(torch.from_numpy(probs[i]), torch.from_numpy(values.advantages[i]),
+                              config.target_temperature)
+        for i in rollout.asked
+    ]  # fmt: skip
     return rollout
 
 

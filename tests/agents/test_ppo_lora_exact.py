@@ -53,6 +53,22 @@ def test_every_position_is_asked_once_and_its_return_is_the_exact_evaluation_s(m
     assert rollout.start_return == pytest.approx(sampled.expected_return, abs=1e-4)
 
 
+def test_a_position_with_one_legal_action_is_not_asked_and_the_return_is_still_exact(model: Path) -> None:
+    config = _exact(model, minibatch_size=256)
+    env = EnvConfig("OpenSpiel-tic_tac_toe-v0")
+    tree = PositionTree(env)
+    ac = ActorCritic(config, tree.positions[0][1]["instructions"])
+    strategy = strategy_for(config)
+    rollout = collect_tree(RolloutActor(ac, strategy, torch.Generator().manual_seed(0), False, None), tree, config,
+                           env.env_id)  # fmt: skip
+    forced = [i for i, (_, info) in enumerate(tree.positions) if len(info["legal_actions"]) == 1]
+    assert len(forced) == 888 and rollout.size == len(tree) == 13_306  # an env step per position, asked or not
+    assert sorted([*rollout.asked, *forced]) == list(range(len(tree)))
+    assert sum(len(d.actions) for d in rollout.decisions) == len(rollout.targets) == 13_306 - 888
+    sampled = evaluate_exact(LivePolicy(ac, strategy, env.env_id, greedy=False), env, greedy=False, batch_size=256)
+    assert rollout.start_return == pytest.approx(sampled.expected_return, abs=1e-4)
+
+
 class _Recording(LivePolicy):
     """The live policy, keeping every observation it was asked about."""
 
@@ -72,7 +88,7 @@ def test_the_focus_is_what_the_greedy_evaluation_asks_and_is_trained_again(tmp_p
     rollout = collect_tree(RolloutActor(ac, strategy, torch.Generator().manual_seed(0), False, None), tree, config, KUHN)
     greedy = _Recording(ac, strategy, KUHN, greedy=True)
     evaluate_exact(greedy, env)
-    assert sorted(tree.positions[i][0] for i in rollout.focus) == sorted(greedy.asked)
+    assert sorted(tree.positions[rollout.asked[k]][0] for k in rollout.focus) == sorted(greedy.asked)
     assert 0 < len(rollout.focus) < len(tree)
     metrics = exact_update(ac, torch.optim.SGD(ac.trainable_parameters(), lr=0.0), rollout, config,
                            torch.Generator().manual_seed(0), 0.0)  # fmt: skip
