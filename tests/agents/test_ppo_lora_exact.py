@@ -89,7 +89,9 @@ def test_the_focus_is_what_the_greedy_evaluation_asks_and_is_trained_again(tmp_p
     tree = PositionTree(env)
     ac = ActorCritic(config, tree.positions[0][1]["instructions"])
     strategy = strategy_for(config)
-    rollout = collect_tree(RolloutActor(ac, strategy, torch.Generator().manual_seed(0), False, None), tree, config, KUHN)
+    rollout = collect_tree(
+        RolloutActor(ac, strategy, torch.Generator().manual_seed(0), False, None), tree, config, KUHN
+    )
     greedy = _Recording(ac, strategy, KUHN, greedy=True)
     evaluate_exact(greedy, env)
     assert sorted(tree.positions[rollout.asked[k]][0] for k in rollout.focus) == sorted(greedy.asked)

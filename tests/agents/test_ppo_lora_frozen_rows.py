@@ -5,8 +5,6 @@ tic-tac-toe."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import gymnasium as gym
 import pytest
 import torch

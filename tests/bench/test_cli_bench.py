@@ -114,7 +114,11 @@ def test_a_full_disk_or_an_unwritable_store_is_one_line_and_keeps_what_was_there
         bench --db "$DISK/b.sqlite" --render-only --json --out "$DISK/board2"
     """)  # fmt: skip
     store_line, render_line = error_lines(done.stderr)
-    assert "cannot write" in store_line and "b.sqlite" in store_line and "the episodes stored before are kept" in store_line
+    assert (
+        "cannot write" in store_line
+        and "b.sqlite" in store_line
+        and "the episodes stored before are kept" in store_line
+    )
     assert "cannot write" in render_line and "the previous leaderboard is kept" in render_line
     assert "first=0" in done.stdout and "store=2" in done.stdout and "render=2" in done.stdout
     assert "leaderboard kept" in done.stdout and ".render-" not in done.stdout, done.stdout
