@@ -265,11 +265,6 @@ class PPOLoRAConfig(LoRAConfig, PPOConfig, ScheduleConfig):
             self._check_groups()
         if self.advantage == "exact":
             self._check_exact()
-        elif self.exact_focus_epochs:
-            raise ValueError(
-                f"exact_focus_epochs trains the positions of advantage=exact's game tree again: it needs "
-                f"advantage=exact, got advantage={self.advantage}"
-            )
         if not 0 <= self.branch_fraction <= 1 or (self.branch_fraction > 0 and not self.uses_groups):
             raise ValueError(
                 f"branch_fraction starts groups at visited states: it needs a value in [0, 1] and a group estimator "

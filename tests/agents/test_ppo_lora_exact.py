@@ -101,8 +101,6 @@ def test_the_focus_is_what_the_greedy_evaluation_asks_and_is_trained_again(tmp_p
     # One pass of 12 positions in minibatches of 8, then two of the focus.
     assert metrics["optimizer_steps"] == 2 + 2 * -(-len(rollout.focus) // 8)
     assert metrics["focus_positions"] == len(rollout.focus)
-    with pytest.raises(ValueError, match="exact_focus_epochs .* needs advantage=exact, got advantage=gae"):
-        tiny_config(model, exact_focus_epochs=1)
 
 
 def test_an_exact_run_raises_its_exact_return_and_counts_a_step_per_position(tmp_path: Path, model: Path) -> None:
