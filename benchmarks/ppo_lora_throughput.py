@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import tempfile
 import time
@@ -36,6 +35,7 @@ import torch
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora import PPOLoRAAgent, strategies
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
+from llm_gym.bench.machine import cpu_description
 from llm_gym.config import apply_overrides, to_dict
 from llm_gym.plugins import get_agent
 from llm_gym.runs import Run
@@ -114,12 +114,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     results: dict[str, Any] = {
-        "machine": {
-            "cpu": platform.processor() or platform.machine(),
-            "cores": os.cpu_count(),
-            "load_before": os.getloadavg()[0],
-            "torch": torch.__version__,
-        },  # fmt: skip
+        "machine": cpu_description() | {"load_before": os.getloadavg()[0], "torch": torch.__version__},
         "settings": vars(args) | {"out": str(args.out) if args.out else None},
         "games": {},
     }

@@ -4,7 +4,7 @@ Modules, one concern each: :mod:`~llm_gym.bench.suite` (TOML suites), :mod:`~llm
 :mod:`~llm_gym.bench.entries` (policies and identity hashes), :mod:`~llm_gym.bench.runner` (what is missing, playing
 it), :mod:`~llm_gym.bench.ray_runner` (the same on Ray), :mod:`~llm_gym.bench.recording` (tallies and
 trajectories), :mod:`~llm_gym.bench.stats` (CIs, IQM), :mod:`~llm_gym.bench.summary` and
-:mod:`~llm_gym.bench.render` (the leaderboard).
+:mod:`~llm_gym.bench.render` (the leaderboard), :mod:`~llm_gym.bench.machine` (the CPU beside a timing).
 """
 
 from llm_gym.bench.runner import BenchReport, run_suite

@@ -59,6 +59,13 @@ def rl_summary_text(result: RLDemoResult) -> str:
         f"{settings['group_size']} games dealt from one seed (seeds {config.seed} on); model {config.model}, LoRA on "
         f"the top {settings['trainable_layers']} layers"
     )
+    if result.machine:  # the wall times below are this machine's: bfloat16 (AVX512-BF16, AMX) or float32 (AVX2)
+        m = result.machine
+        load = m["load_average_1m_before_after"]
+        lines.append(
+            f"machine: {m['cpu']} ({', '.join(m['isa']) or 'no AVX2'}), {m['cores']} cores, {m['torch_threads']} torch "
+            f"threads, load average {load[0]:.2f} before, {load[1]:.2f} after"
+        )
     lines += run_lines(result, "llm-gym play --checkpoint ... --exact evaluates it again")
     return "\n".join(lines)
 

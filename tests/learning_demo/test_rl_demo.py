@@ -11,6 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from llm_gym.bench.machine import ISA_FLAGS
 from llm_gym.learning_demo.__main__ import main
 from llm_gym.learning_demo.rl import RLDemoConfig, ppo_settings, run_rl_demo, save_rl_result
 from llm_gym.learning_demo.rl_report import rl_summary_text, write_rl_plot
@@ -32,8 +33,9 @@ def _config(model: Path, **overrides) -> RLDemoConfig:
 def test_the_preset_trains_by_groups_and_is_evaluated_exactly(tiny_model_dir: Path) -> None:
     settings = ppo_settings(_config(tiny_model_dir))
     assert settings["advantage"] == "group" and settings["policy_loss"] == "target"
+    assert settings["lr_schedule"] == "constant"  # the kuhn-poker-demo preset: half the steps, no annealing
     assert settings["total_steps"] == 300 and settings["eval_exact"] and settings["eval_episodes"] == 0
-    assert ppo_settings(_config(tiny_model_dir, total_steps=0))["total_steps"] == 12288  # the preset's own
+    assert ppo_settings(_config(tiny_model_dir, total_steps=0))["total_steps"] == 6144  # the preset's own
 
 
 def test_trains_evaluates_on_held_out_seeds_and_exactly_and_reports(tiny_model_dir: Path, tmp_path: Path) -> None:
@@ -42,6 +44,9 @@ def test_trains_evaluates_on_held_out_seeds_and_exactly_and_reports(tiny_model_d
     result.plot = write_rl_plot(result)
     saved = json.loads(save_rl_result(result).read_text())
     assert saved["eval_seeds"] == [HELDOUT_SEED, HELDOUT_SEED + 5] and result.env_steps >= 300
+    machine = saved["machine"]  # where the timings were taken: the CPU, its bf16/AVX features, cores, load
+    assert machine["cpu"] and machine["cores"] >= 1 and machine["torch_threads"] == 1
+    assert set(machine["isa"]) <= set(ISA_FLAGS) and len(machine["load_average_1m_before_after"]) == 2
     for arm in (result.before, result.after, *result.references):
         assert arm.n == 6 and arm.exact is not None and arm.exact.exploitability is not None
     random, best = result.references[0].exact, result.references[1].exact
@@ -53,7 +58,7 @@ def test_trains_evaluates_on_held_out_seeds_and_exactly_and_reports(tiny_model_d
     assert Path(result.checkpoint, "adapter").is_dir() and result.plot.stat().st_size > 1000
     text = rl_summary_text(result)
     for expected in ("untrained model", "trained, ", "best response (reference)", "exact return",
-                     "no demonstrations", "wall time", f"plot: {result.plot}", "x the best response's"):  # fmt: skip
+                     "no demonstrations", "wall time", "machine: ", f"plot: {result.plot}", "x the best response's"):  # fmt: skip
         assert expected in text
     assert any(line.startswith("training ppo_lora (preset kuhn-poker") for line in lines)
 
