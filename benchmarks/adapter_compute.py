@@ -49,7 +49,7 @@ from llm_gym.agents.sft.data import DemoEncoder
 from llm_gym.demos.format import read_demos
 from llm_gym.demos.record import record_demos, trace_expected_stdout
 from llm_gym.envs.catalog import EnvTraits
-from llm_gym.lm.runtime import cpu_name
+from llm_gym.lm.cpu import cpu_name
 from llm_gym.plugins import get_agent
 
 WORKLOADS = {

@@ -50,8 +50,8 @@ from llm_gym.envs.catalog import EnvTraits
 from llm_gym.envs.protocol import legal_choices, step_instructions
 from llm_gym.lm.backends import GenerateRequest, ScoreRequest
 from llm_gym.lm.backends.hf import HFBackend
+from llm_gym.lm.cpu import cpu_name
 from llm_gym.lm.quantize import is_quantized_linear, quantized_linear_count
-from llm_gym.lm.runtime import cpu_name
 
 SIZES = (1, 8, 32)
 POLICY_ENVS = ("LLMBreakout-text-v0", "OpenSpiel-tic_tac_toe-v0", "OpenSpiel-kuhn_poker-v0")

@@ -35,8 +35,8 @@ import torch
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora import PPOLoRAAgent, strategies
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
-from llm_gym.bench.machine import cpu_description
 from llm_gym.config import apply_overrides, to_dict
+from llm_gym.lm.cpu import cpu_description
 from llm_gym.plugins import get_agent
 from llm_gym.runs import Run
 from llm_gym.training.curves import read_scalars

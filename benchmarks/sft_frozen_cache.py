@@ -36,7 +36,7 @@ from llm_gym.agents.sft.data import DemoEncoder
 from llm_gym.demos.format import read_demos
 from llm_gym.demos.tree import record_demo_tree
 from llm_gym.envs.catalog import EnvTraits
-from llm_gym.lm.runtime import cpu_name
+from llm_gym.lm.cpu import cpu_name
 from llm_gym.plugins import get_agent
 
 ENV = "OpenSpiel-tic_tac_toe-v0"

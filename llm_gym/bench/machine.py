@@ -1,29 +1,14 @@
-"""Where a timing was taken: the CPU's model name and the instruction-set features that decide how fast the default
-model runs on it. A CPU with AVX512-BF16 or AMX runs the model in bfloat16 (``dtype=auto``), one with AVX2 alone in
-float32, about 4 times slower for the same work on this project's 2-core machines (docs/results/ppo_lora_throughput_*
-.json): a timing without them cannot be compared with another. Read from /proc/cpuinfo (elsewhere: unknown)."""
+"""Where a timing was taken: the CPU (:func:`llm_gym.lm.cpu.cpu_description`: its model name, the features that decide
+whether the default model runs in bfloat16 or float32, the cores), torch's threads and the load. A timing without
+them cannot be compared with another."""
 
 from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
-ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
-"""The CPU features recorded beside a timing, as /proc/cpuinfo names them."""
-
-
-def cpu_description(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, Any]:
-    """``{"cpu": model name, "isa": the ISA_FLAGS it has, "cores": the cores this process may use}``."""
-    text = cpuinfo.read_text(errors="replace") if cpuinfo.is_file() else ""
-    fields: dict[str, str] = {}
-    for line in text.splitlines():  # the first processor's lines: every core of a VM shows the same
-        key, _, value = line.partition(":")
-        fields.setdefault(key.strip(), value.strip())
-    flags = fields.get("flags", "").split()
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"cpu": fields.get("model name", "unknown"), "isa": [f for f in ISA_FLAGS if f in flags], "cores": cores}
+from llm_gym.lm.cpu import cpu_description
 
 
 def timing_machine(load_before: float) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """The LM runtime: models, prompts, backends and the two batched action modes.
 
+* :mod:`llm_gym.lm.cpu` — the CPU (name, cores, whether it runs the model in bfloat16), without torch;
 * :mod:`llm_gym.lm.model_names` — what a ``--model`` name means (aliases, the local cache, the download policy);
 * :mod:`llm_gym.lm.models` — ``--model`` names to loaded models (the default converted once into a local cache:
   :mod:`llm_gym.lm.gguf_conversion`);

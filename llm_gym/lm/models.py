@@ -7,12 +7,12 @@ backends, the trainers), never the CLI's listing paths, which use :mod:`llm_gym.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from llm_gym.errors import MissingDependencyError
+from llm_gym.lm.cpu import has_fast_bf16
 from llm_gym.lm.model_names import (
     DEFAULT_MODEL,
     DType,
@@ -45,17 +45,9 @@ def resolve_dtype(dtype: DType, device: str = "cpu") -> torch.dtype:
         return getattr(torch, dtype)
     if device.startswith("cuda"):
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
-    if device == "cpu" and _cpu_has_fast_bf16():
+    if device == "cpu" and has_fast_bf16():
         return torch.bfloat16
     return torch.float32
-
-
-def _cpu_has_fast_bf16() -> bool:
-    try:
-        flags = Path("/proc/cpuinfo").read_text().split("flags")[1].split("\n")[0].split()
-    except (OSError, IndexError):
-        return False
-    return "amx_bf16" in flags or "avx512_bf16" in flags
 
 
 def quiet_transformers() -> Any:

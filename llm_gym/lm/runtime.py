@@ -6,32 +6,12 @@ load a model right after, so none of them is on a light path (``import llm_gym``
 from __future__ import annotations
 
 import contextlib
-import os
-import platform
 import warnings
 from collections.abc import Iterator
 
 import torch
 
-
-def available_cores() -> int:
-    """CPU cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-def cpu_name() -> str:
-    """The CPU's model name (``/proc/cpuinfo``), for benchmark reports; the platform's name where there is none."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+from llm_gym.lm.cpu import available_cores
 
 
 def configure_threads(threads: int = 0) -> int:

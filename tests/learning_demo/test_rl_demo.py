@@ -11,10 +11,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from llm_gym.bench.machine import ISA_FLAGS
 from llm_gym.learning_demo.__main__ import main
 from llm_gym.learning_demo.rl import RLDemoConfig, ppo_settings, run_rl_demo, save_rl_result
 from llm_gym.learning_demo.rl_report import rl_summary_text, write_rl_plot
+from llm_gym.lm.cpu import ISA_FLAGS
 from llm_gym.training.evaluation import HELDOUT_SEED
 
 
