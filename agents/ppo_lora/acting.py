@@ -42,10 +42,13 @@ def act(
     with_reference: bool = False,
     keep_hidden: bool = True,
     engine: LMBackend | None = None,
+    together: bool = False,
 ) -> Decisions:
     """Decide for every row at once: frozen layers once, trainable layers for the policy and the value, and
     (``with_reference``) once more as the reference policy (``kl_reference``). With an ``engine`` (serving the
-    current adapter), the engine picks the actions and the forward recomputes their log-probabilities."""
+    current adapter), the engine picks the actions and the forward recomputes their log-probabilities.
+    ``together``: the frozen layers run the rows of equal length as one batch (for a caller that asks the same
+    batches every time: agents/ppo_lora/frozen_rows.py)."""
     parts = Prompts(list(observations), rules_of(ac, infos), turns_of(infos))
     prompts = ac.encode(parts.observations, parts.rules, parts.turns)
     how = Sampling(greedy, generator)
@@ -61,7 +64,10 @@ def act(
     # reach) run once; every row still draws its own action.
     distinct, inverse = merged_rows(ids, uses_prefix, continuations) if strategy.merges_identical else identity(rows)
     batch, hidden, frozen = ac.bottom_rows(
-        [ids[j] for j in distinct], [uses_prefix[j] for j in distinct], [continuations[j] for j in distinct]
+        [ids[j] for j in distinct],
+        [uses_prefix[j] for j in distinct],
+        [continuations[j] for j in distinct],
+        together,
     )
     out, values = ac.top(hidden, batch, "rollout")
     actions, choice, logprob, token_logprobs, probs = strategy.choose(out, batch, options, how, picked, inverse)

@@ -46,8 +46,8 @@ class PPOLoRAConfig(LoRAConfig, PPOConfig, ScheduleConfig):
     """generate mode: answer length budget."""
     frozen_cache_mb: int = speed_only(512)
     """Keep the frozen layers' output of up to this many MiB of distinct decision rows (the most recently used), so
-    a position met again skips those layers (agents/ppo_lora/frozen_rows.py; each row is computed on its own, so the
-    results are the same at any size). 0: keep none."""
+    a position met again skips those layers (agents/ppo_lora/frozen_rows.py; a row's numbers never depend on what
+    the store held, so the results are the same at any size). 0: keep none."""
     action_prior: Literal["model", "calibrated"] = training_only("model")
     """score mode: model: the policy is the LM's likelihood of each action name, its prior over the names included;
     calibrated: before the first rollout, fit one log-probability offset per action name so the starting policy

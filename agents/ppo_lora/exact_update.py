@@ -69,7 +69,8 @@ def collect_tree(actor: RolloutActor, tree: PositionTree, config: PPOLoRAConfig,
     for lo in range(0, len(rollout.asked), config.minibatch_size):
         batch = rollout.asked[lo : lo + config.minibatch_size]
         batch_infos = [infos[i] for i in batch]
-        decisions = actor.decide([observations[i] for i in batch], batch_infos, env_id)
+        # The same batches every update: their rows may share a frozen-layer batch and a resumed run stays exact.
+        decisions = actor.decide([observations[i] for i in batch], batch_infos, env_id, together=True)
         rollout.decisions.append(decisions)
         rollout.count_actions(decisions.probs, [legal_choices(info, env_id)[1] for info in batch_infos])
         for i, p in zip(batch, decisions.probs, strict=True):

@@ -5,8 +5,16 @@ states) needs no second pass through those layers, in the rollout, the bootstrap
 Each row runs through the frozen layers on its own, never padded beside other rows, so its output depends on the row
 alone: from the cache or computed now, in whatever batch it was asked for, the numbers are the same, and a resumed
 run (whose cache starts empty) continues exactly as the uninterrupted one. On a CPU a row on its own costs about what
-it costs inside a padded batch (whose padding is work too); what the store saves is measured by
-``benchmarks/ppo_lora_throughput.py``. The rows kept are the most recently used, within a budget of bytes.
+it costs inside a padded batch (whose padding is work too) in float32; in bfloat16 on AMX or AVX512-BF16, where
+a matmul of one row's hundred tokens is mostly overhead, it costs about twice as much. What the store saves is
+measured by ``benchmarks/ppo_lora_throughput.py``.
+
+A caller that asks the same batches every time (the exact update's walk over the game tree) may ask for its rows
+``together``: the call's rows of one shape (so one length, no padding) then run as one batch, about twice as fast on
+such CPUs (``benchmarks/frozen_rows_together.py``). A batch rounds a row differently from the row alone, so rows
+computed together are kept apart from rows computed alone, and a group runs again, whole, whenever the store lacks
+any of its rows: for such a caller a row's numbers are the same whether the store held it or not, and a resumed run
+(whose store starts empty) continues exactly. The rows kept are the most recently used, within a budget of bytes.
 """
 
 from __future__ import annotations
@@ -49,7 +57,8 @@ class FrozenRows:
         self, run: Callable[[PackedBatch], torch.Tensor], pack: Callable[..., PackedBatch], budget_bytes: int
     ) -> None:
         self.run, self.pack, self.budget = run, pack, max(0, int(budget_bytes))
-        self.rows: OrderedDict[RowKey, torch.Tensor] = OrderedDict()
+        self.rows: OrderedDict[tuple[RowKey, bool], torch.Tensor] = OrderedDict()
+        """(row key, computed together): rows computed in a batch round differently, so they are kept apart."""
         self.bytes = 0
         self.hits = self.misses = 0
 
@@ -58,35 +67,75 @@ class FrozenRows:
         prompts: Sequence[Sequence[int]],
         uses_prefix: Sequence[bool],
         continuations: Sequence[Sequence[Sequence[int]]],
+        together: bool = False,
     ) -> list[torch.Tensor]:
-        """Each row's hidden states entering the first trainable layer, (its length, H)."""
+        """Each row's hidden states entering the first trainable layer, (its length, H); ``together``: the call's
+        rows of equal length computed as one batch (see the module's docstring)."""
+        keys = [(row_key(*row), together) for row in zip(prompts, uses_prefix, continuations, strict=True)]
+        computed = self._together(keys, prompts, uses_prefix, continuations) if together else {}
         out = []
-        for ids, prefix, row_continuations in zip(prompts, uses_prefix, continuations, strict=True):
-            key = row_key(ids, prefix, row_continuations)
-            hidden = self.rows.get(key)
-            if hidden is not None:
+        for key, ids, prefix, row_continuations in zip(keys, prompts, uses_prefix, continuations, strict=True):
+            hidden = computed.get(key)
+            if hidden is None:
+                hidden = self.rows.get(key)
+            if hidden is not None and key not in computed:
                 self.rows.move_to_end(key)
                 self.hits += 1
             else:
                 self.misses += 1
-                batch = self.pack([ids], [prefix], [row_continuations])
-                hidden = self.run(batch)[0, : int(batch.row_lengths[0])].clone()
+                if hidden is None:
+                    batch = self.pack([ids], [prefix], [row_continuations])
+                    hidden = self.run(batch)[0, : int(batch.row_lengths[0])].clone()
                 self._keep(key, hidden)
             out.append(hidden)
         return out
+
+    def _together(
+        self,
+        keys: Sequence[tuple[RowKey, bool]],
+        prompts: Sequence[Sequence[int]],
+        uses_prefix: Sequence[bool],
+        continuations: Sequence[Sequence[Sequence[int]]],
+    ) -> dict[tuple[RowKey, bool], torch.Tensor]:
+        """Each group of the call's distinct rows of one shape (prompt length, continuation lengths: one packed
+        length, so no padding) run as one batch, unless the store holds every row of it."""
+        groups: dict[tuple[int, ...], list[int]] = {}
+        seen: set[tuple[RowKey, bool]] = set()
+        for i, key in enumerate(keys):
+            if key not in seen:
+                seen.add(key)
+                groups.setdefault(_shape(prompts[i], continuations[i]), []).append(i)
+        computed = {}
+        for rows in groups.values():
+            if all(keys[i] in self.rows for i in rows):
+                continue
+            batch = self.pack([prompts[i] for i in rows], [uses_prefix[i] for i in rows],
+                              [continuations[i] for i in rows])  # fmt: skip
+            hidden = self.run(batch)
+            for j, i in enumerate(rows):
+                computed[keys[i]] = hidden[j, : int(batch.row_lengths[j])].clone()
+        return computed
 
     def clear(self) -> None:
         """Forget every row (the cached prefix they were computed over changed)."""
         self.rows.clear()
         self.bytes = 0
 
-    def _keep(self, key: RowKey, hidden: torch.Tensor) -> None:
+    def _keep(self, key: tuple[RowKey, bool], hidden: torch.Tensor) -> None:
+        old = self.rows.pop(key, None)
+        if old is not None:  # recomputed together: the same numbers, counted once
+            self.bytes -= _size(old)
         if _size(hidden) > self.budget:
             return
         self.rows[key] = hidden
         self.bytes += _size(hidden)
         while self.bytes > self.budget:
             self.bytes -= _size(self.rows.popitem(last=False)[1])
+
+
+def _shape(prompt: Sequence[int], continuations: Sequence[Sequence[int]]) -> tuple[int, ...]:
+    """Rows of one shape pack to one length."""
+    return (len(prompt), *(len(c) for c in continuations))
 
 
 def _size(hidden: torch.Tensor) -> int:

@@ -242,11 +242,13 @@ class ActorCritic:
         prompts: Sequence[Sequence[int]],
         uses_prefix: Sequence[bool],
         continuations: Sequence[Sequence[Sequence[int]]],
+        together: bool = False,
     ) -> tuple[PackedBatch, torch.Tensor, list[torch.Tensor]]:
         """The packed batch of these rows, its frozen-layer output (padded, on the model's device) and each row's
-        own (its length, H), every row computed on its own or taken from :attr:`frozen_rows`."""
+        own (its length, H), every row computed on its own (``together``: with the rows of its length in this call)
+        or taken from :attr:`frozen_rows`."""
         batch = self.pack(prompts, uses_prefix, continuations)
-        rows = self.frozen_rows(prompts, uses_prefix, continuations)
+        rows = self.frozen_rows(prompts, uses_prefix, continuations, together)
         return batch, padded_hidden(rows, batch.input_ids.shape[1]).to(self.device), rows
 
     def top(self, hidden: torch.Tensor, batch: PackedBatch, which: Pass) -> tuple[PackedOutput, torch.Tensor]:

@@ -37,10 +37,12 @@ class RolloutActor:
     with_reference: bool = False
     engine: LMBackend | None = None
 
-    def decide(self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]], env_id: str) -> Decisions:
-        """One batched decision for these envs."""
+    def decide(
+        self, observations: Sequence[Any], infos: Sequence[Mapping[str, Any]], env_id: str, together: bool = False
+    ) -> Decisions:
+        """One batched decision for these envs (``together``: see :func:`~llm_gym.agents.ppo_lora.acting.act`)."""
         return act(self.ac, self.strategy, observations, infos, env_id, generator=self.generator,
-                   with_reference=self.with_reference, engine=self.engine)  # fmt: skip
+                   with_reference=self.with_reference, engine=self.engine, together=together)  # fmt: skip
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """ppo_lora's store of frozen-layer output per decision row (agents/ppo_lora/frozen_rows.py, ``frozen_cache_mb``):
 a row met again skips the frozen layers, the numbers are the same whether a row came from the store or not (each row
-is computed on its own), the store keeps to its budget, and a changed system prompt empties it. Tiny model, real
-tic-tac-toe."""
+is computed on its own, or with the rows of its shape when asked together), the store keeps to its budget, and a
+changed system prompt empties it. Tiny model, real tic-tac-toe."""
 
 from __future__ import annotations
 
@@ -73,3 +73,39 @@ def test_the_store_keeps_to_its_budget_and_forgets_on_a_new_system_prompt(ac: Ac
     ac.use_instructions("other rules")
     assert not ac.frozen_rows.rows and ac.frozen_rows.bytes == 0
     ac.use_instructions("rules")
+
+
+def _decide_together(ac: ActorCritic, observations: list, infos: list):
+    with torch.no_grad():
+        return act(ac, strategy_for(ac.config), observations, infos, TTT, generator=torch.Generator().manual_seed(0),
+                   together=True)  # fmt: skip
+
+
+def test_rows_asked_together_run_by_length_and_depend_on_the_call_only(ac: ActorCritic) -> None:
+    observations, infos = _positions(8)  # four openings (one length) and four positions one move in
+    ac.frozen_rows.clear()
+    ac.frozen_rows.budget = 0
+    alone = _decide(ac, observations, infos)
+    calls = []
+    run = ac.frozen_rows.run
+    ac.frozen_rows.run = lambda batch: calls.append(batch.input_ids.shape[0]) or run(batch)
+    try:
+        cold = _decide_together(ac, observations, infos)  # nothing kept: every group computed
+        assert sum(calls) == len({tuple(p) for p in cold.prompts}) and max(calls) > 1  # one batch per length
+        ac.frozen_rows.budget = 2**30
+        _decide_together(ac, observations[:3], infos[:3])  # other calls fill the store with other batches' numbers
+        _decide(ac, observations, infos)  # and rows computed alone, kept apart
+        calls.clear()
+        warm = _decide_together(ac, observations, infos)
+        assert calls  # a group with a row the store lacked ran again, whole
+        calls.clear()
+        again = _decide_together(ac, list(reversed(observations)), list(reversed(infos)))
+        assert not calls  # every row from the store
+    finally:
+        ac.frozen_rows.run = run
+    for i in range(8):
+        assert warm.hidden[i].equal(cold.hidden[i]) and again.hidden[7 - i].equal(cold.hidden[i])
+        assert torch.equal(warm.probs[i], cold.probs[i])
+        # A batch rounds differently from a row alone, by rounding only.
+        assert torch.allclose(cold.hidden[i], alone.hidden[i], atol=1e-5)
+        assert torch.allclose(cold.probs[i], alone.probs[i], atol=1e-5)
