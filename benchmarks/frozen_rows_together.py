@@ -1,7 +1,9 @@
-"""What asking rows ``together`` saves the exact update's walk over the tic-tac-toe tree: the frozen layers over the
-first ``--positions`` asked positions in the update's batches of ``--batch-size``, each row alone (what every other
-caller does) against the rows of one shape in one batch (agents/ppo_lora/frozen_rows.py), the same model, positions
-and batches, the store kept empty, in the same run.
+"""What asking rows ``together`` saves the exact update's walk over the tic-tac-toe tree: the frozen layers over
+``--positions`` asked positions spread evenly over the tree, in the update's order (``ask_order``: one shape side by
+side) and batches of ``--batch-size``, each row alone (what every other caller does) against the rows of one shape in
+one batch (agents/ppo_lora/frozen_rows.py), the same model, positions and batches, the store kept empty, in the same
+run. A sample of the tree has fewer rows of one shape per batch than the whole tree: the speedup of a whole first
+collection is at least this.
 
 Each round times both arms on the same batches, alone first; the speedup is the median of the per-round ratios. The
 two arms' choice probabilities differ by rounding only; to say by how much, each arm's largest and mean difference
@@ -30,6 +32,7 @@ from lm_args import lm_parser, parse_lm_args
 from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.acting import act, strategy_for
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
+from llm_gym.agents.ppo_lora.exact_update import ask_order
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.rollout import cache_common_rules
 from llm_gym.bench.machine import timing_machine
@@ -68,11 +71,14 @@ def main() -> None:
     args = parse_lm_args(parser)
     load_before = os.getloadavg()[0]
     tree = PositionTree(EnvConfig(ENV))
-    asked = [(o, i) for o, i in tree.positions if len(i["legal_actions"]) > 1][: args.positions]
+    choosing = [(o, i) for o, i in tree.positions if len(i["legal_actions"]) > 1]
+    spread = choosing[:: max(1, len(choosing) // args.positions)][: args.positions]
     config = PPOLoRAConfig(model=args.model, dtype=args.dtype, trainable_layers=args.trainable_layers,
                            advantage="exact", frozen_cache_mb=0, progress=False)  # fmt: skip
-    ac = ActorCritic(config, asked[0][1]["instructions"])
-    cache_common_rules(ac, [info for _, info in asked])
+    ac = ActorCritic(config, spread[0][1]["instructions"])
+    cache_common_rules(ac, [info for _, info in spread])
+    order = ask_order(ac, [o for o, _ in spread], [i for _, i in spread])
+    asked = [spread[k] for k in order]
     strategy = strategy_for(config)
     batches = [asked[lo : lo + args.batch_size] for lo in range(0, len(asked), args.batch_size)]
 

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
 
+from llm_gym.agents.ppo_lora.acting import rules_of, turns_of
 from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.rollout import Rollout, RolloutActor, cache_common_rules
@@ -64,7 +66,7 @@ def collect_tree(actor: RolloutActor, tree: PositionTree, config: PPOLoRAConfig,
     observations, infos = [o for o, _ in tree.positions], [i for _, i in tree.positions]
     cache_common_rules(ac, infos)
     rollout = TreeRollout(positions=len(tree))
-    rollout.asked = [i for i, info in enumerate(infos) if len(info["legal_actions"]) > 1]
+    rollout.asked = ask_order(ac, observations, infos)
     probs: list[np.ndarray] = [np.ones(len(info["legal_actions"])) for info in infos]
     for lo in range(0, len(rollout.asked), config.minibatch_size):
         batch = rollout.asked[lo : lo + config.minibatch_size]
@@ -88,6 +90,17 @@ def collect_tree(actor: RolloutActor, tree: PositionTree, config: PPOLoRAConfig,
         for i in rollout.asked
     ]  # fmt: skip
     return rollout
+
+
+def ask_order(ac: ActorCritic, observations: list[Any], infos: list[dict[str, Any]]) -> list[int]:
+    """The positions with more than one legal action, those of one prompt length and one count of legal actions side
+    by side (then in the tree's order): the frozen layers run a batch's rows of one shape as one batch
+    (agents/ppo_lora/frozen_rows.py), so the first update's pass through the whole model takes fewer, fuller ones."""
+    asked = [i for i, info in enumerate(infos) if len(info["legal_actions"]) > 1]
+    picked_infos = [infos[i] for i in asked]
+    prompts = ac.encode([observations[i] for i in asked], rules_of(ac, picked_infos), turns_of(picked_infos))
+    shape = {i: (len(p.ids), len(infos[i]["legal_actions"])) for i, p in zip(asked, prompts, strict=True)}
+    return sorted(asked, key=lambda i: shape[i])
 
 
 def greedy_positions(tree: PositionTree, probs: list[np.ndarray]) -> list[int]:
