@@ -4,10 +4,10 @@ states) needs no second pass through those layers, in the rollout, the bootstrap
 
 Each row runs through the frozen layers on its own, never padded beside other rows, so its output depends on the row
 alone: from the cache or computed now, in whatever batch it was asked for, the numbers are the same, and a resumed
-run (whose cache starts empty) continues exactly as the uninterrupted one. On a CPU a row on its own costs about what
-it costs inside a padded batch (whose padding is work too) in float32; in bfloat16 on AMX or AVX512-BF16, where
-a matmul of one row's hundred tokens is mostly overhead, it costs about twice as much. What the store saves is
-measured by ``benchmarks/ppo_lora_throughput.py``.
+run (whose cache starts empty) continues exactly as the uninterrupted one. That has a price on a CPU: a row alone
+costs about 1.4 times its share of a batch of rows of its length in float32, and about twice in bfloat16 on AMX, where
+a matmul of one row's hundred tokens is mostly overhead (tic-tac-toe positions, the default model, 2 cores). What the
+store saves is measured by ``benchmarks/ppo_lora_throughput.py``.
 
 A caller that asks the same batches every time (the exact update's walk over the game tree) may ask for its rows
 ``together``: the call's rows of one shape (so one length, no padding) then run as one batch, about twice as fast on
