@@ -75,17 +75,18 @@ class FrozenRows:
         computed = self._together(keys, prompts, uses_prefix, continuations) if together else {}
         out = []
         for key, ids, prefix, row_continuations in zip(keys, prompts, uses_prefix, continuations, strict=True):
-            hidden = computed.get(key)
-            if hidden is None:
-                hidden = self.rows.get(key)
-            if hidden is not None and key not in computed:
+            if key in computed:
+                self.misses += 1
+                hidden = computed[key]
+                self._keep(key, hidden)
+            elif key in self.rows:
                 self.rows.move_to_end(key)
                 self.hits += 1
+                hidden = self.rows[key]
             else:
                 self.misses += 1
-                if hidden is None:
-                    batch = self.pack([ids], [prefix], [row_continuations])
-                    hidden = self.run(batch)[0, : int(batch.row_lengths[0])].clone()
+                batch = self.pack([ids], [prefix], [row_continuations])
+                hidden = self.run(batch)[0, : int(batch.row_lengths[0])].clone()
                 self._keep(key, hidden)
             out.append(hidden)
         return out
