@@ -10,7 +10,8 @@ through everything, the prefix included, so training uses the same code as actin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import torch
@@ -72,11 +73,17 @@ class PackedOutput:
     """(S,) sum over each continuation's tokens."""
     last_hidden: torch.Tensor
     """(B, H) hidden state of each row's last prompt token (after the final norm)."""
-    predictor_entropy: torch.Tensor
-    """(U,) entropy of the full next-token distribution at each predicting position."""
+    predictor_logprobs: torch.Tensor = field(repr=False)
+    """(U, V) the full next-token log-distribution at each predicting position."""
     seq_offset: torch.Tensor | None = None
     """(S,) a state-dependent offset to each continuation's log-likelihood that a policy computed from this pass
     (an action head on ``last_hidden``); None: none. Added where the policy's choices are scored."""
+
+    @cached_property
+    def predictor_entropy(self) -> torch.Tensor:
+        """(U,) entropy of the full next-token distribution at each predicting position. Computed when first read:
+        only generate mode's loss reads it, and over a 49k-token vocabulary it costs about a fifth of the LM head."""
+        return -(self.predictor_logprobs.exp() * self.predictor_logprobs).sum(-1)
 
 
 def additive_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -113,5 +120,4 @@ def continuation_logprobs(hidden: torch.Tensor, batch: PackedBatch, head: torch.
     token_logprobs = logprobs[batch.target_predictor.to(device), batch.target_ids.to(device)]
     seq_logprobs = torch.zeros(len(batch.seq_row), dtype=token_logprobs.dtype, device=device)
     seq_logprobs = seq_logprobs.index_add(0, batch.target_seq.to(device), token_logprobs)
-    entropy = -(logprobs.exp() * logprobs).sum(-1)
-    return PackedOutput(token_logprobs, seq_logprobs, last_hidden, entropy)
+    return PackedOutput(token_logprobs, seq_logprobs, last_hidden, logprobs)

@@ -23,6 +23,7 @@ from llm_gym.lm.adapter_compute import AdapterCompute, AdapterComputeMode
 from llm_gym.lm.cache_arg import cache_arg, with_cache
 from llm_gym.lm.forward import PackedOutput, additive_mask, continuation_logprobs, decoder_and_head
 from llm_gym.lm.packing import PackedBatch
+from llm_gym.lm.read_positions import last_layer_at, read_slots, reads_fewer_positions
 
 
 class UnsupportedModelError(ConfigError):
@@ -74,6 +75,8 @@ class SplitLM:
         if not 0 <= split < self.num_layers:
             raise ValueError(f"split must be in [0, {self.num_layers}), got {split}")
         self.split = split
+        # The last layer at the read slots only (llm_gym/lm/read_positions.py) where its shape allows it.
+        self.reads_fewer = reads_fewer_positions(self.decoder.layers[-1])
         self.adapter_compute = AdapterCompute(model, self.dtype, self.device, adapter_compute)
 
     @property
@@ -135,11 +138,16 @@ class SplitLM:
     # -- from the split up (trainable) -------------------------------------------------------------------------
 
     def _run_top(
-        self, hidden: torch.Tensor, position_ids: torch.Tensor, mask: torch.Tensor, cache: Any
-    ) -> torch.Tensor:
+        self, hidden: torch.Tensor, position_ids: torch.Tensor, mask: torch.Tensor, cache: Any,
+        read: torch.Tensor | None = None,
+    ) -> torch.Tensor:  # fmt: skip
+        """The trainable layers' output at every slot, or with ``read`` (B, R) at those slots only."""
         position_embeddings = self.decoder.rotary_emb(hidden, position_ids=position_ids)
+        layers = self.decoder.layers[self.split :]
+        if read is not None:
+            layers = layers[:-1]
         with self.adapter_compute():
-            for layer in self.decoder.layers[self.split :]:
+            for layer in layers:
                 out = layer(
                     hidden,
                     attention_mask=mask,
@@ -149,6 +157,9 @@ class SplitLM:
                     position_embeddings=position_embeddings,
                 )
                 hidden = out[0] if isinstance(out, tuple) else out
+            if read is not None:
+                hidden = last_layer_at(self.decoder.layers[-1], hidden, read, position_ids, mask,
+                                       position_embeddings, cache, self.num_layers - 1)  # fmt: skip
         return hidden
 
     def top_prefix(self, prefix: BottomPrefix | None) -> TopPrefix | None:
@@ -172,13 +183,15 @@ class SplitLM:
             ddp_cache_data=[(None, None)] * self.split
             + [(k.expand(rows, -1, -1, -1), v.expand(rows, -1, -1, -1)) for k, v in (prefix.layers if prefix else [])]
         )
+        read = read_slots(batch) if self.reads_fewer else None
         out = self._run_top(
             hidden.to(self.dtype),
             batch.position_ids.to(self.device),
             additive_mask(batch.allowed.to(self.device), self.dtype),
             cache,
+            read.slots.to(self.device) if read else None,
         )
-        return continuation_logprobs(self.decoder.norm(out), batch, self.head)
+        return continuation_logprobs(self.decoder.norm(out), read.batch if read else batch, self.head)
 
     @staticmethod
     def _check_prefix(batch: PackedBatch, prefix: Any) -> None:
