@@ -1,6 +1,9 @@
-"""Playing a ``ppo_lora`` checkpoint: the adapter merged into the base weights, acting through the LM runtime's
-:class:`~llm_gym.lm.policy.LMPolicy`, so playing costs no more than the base model. (The live adapter acts during
-training through :mod:`llm_gym.agents.ppo_lora.acting`.)
+"""Playing a ``ppo_lora`` checkpoint: the adapter merged into float32 base weights, acting through the LM runtime's
+:class:`~llm_gym.lm.policy.LMPolicy`, so playing costs no more than the base model. On bfloat16 or float16 weights
+the adapter stays beside them, run as training ran it (:class:`~llm_gym.lm.adapter_compute.AdapterCompute`): their
+8-bit (or 11-bit) mantissa would round away much of a LoRA delta that is small against the weight (a tic-tac-toe
+checkpoint lost 0.9 points of its exact loss rate merged in bfloat16). (The live adapter acts during training through
+:mod:`llm_gym.agents.ppo_lora.acting`.)
 
 A run trained with ``--env-arg history=K`` acted on the episode's last K turns; its checkpoint plays the same way
 (the policy asks ``play`` for envs with ``history=K`` through ``LMPolicy.env_kwargs``) unless the env given says
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import torch
 from peft import PeftModel
 
 from llm_gym.agent import EnvConfig
@@ -20,6 +24,7 @@ from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.model import VALUE_HEAD_FILE, resolve_device
 from llm_gym.agents.ppo_lora.tokens import check_tokenizer_record
 from llm_gym.agents.ppo_lora.value_head import ValueHead, load_value_head_file
+from llm_gym.lm.adapter_compute import AdapterCompute
 from llm_gym.lm.backends.hf import HFBackend
 from llm_gym.lm.models import load_causal_lm
 from llm_gym.lm.policy import LMPolicy
@@ -30,7 +35,8 @@ from llm_gym.runs import played_history
 
 
 def checkpoint_policy(config: PPOLoRAConfig, env: EnvConfig, checkpoint: Path | None) -> LMPolicy:
-    """Greedy actions of a checkpoint's adapter merged into the base model (or of the base model without one),
+    """Greedy actions of a checkpoint's adapter merged into the base model (kept beside it on bfloat16 or float16
+    weights; or of the base model without one),
     with the merged decoder's Linear layers int8 where ``config.quantize`` says so. With the checkpoint's value
     head, the policy reports a value estimate per score-mode decision (``act_with_details``, shown in the bench's
     trajectory viewer)."""
@@ -39,19 +45,29 @@ def checkpoint_policy(config: PPOLoRAConfig, env: EnvConfig, checkpoint: Path | 
     check_quantize(config.quantize, device=device, dtype=config.dtype)  # before the load: fail in no time
     dtype = "float32" if config.quantize == "int8" else config.dtype
     model, tokenizer = load_causal_lm(config.model, dtype=dtype, device=device)
-    value_head, action_head, action_bias = None, None, {}
+    value_head, action_head, action_bias, compute = None, None, {}, None
     if checkpoint is not None:
         adapter = adapter_dir(Path(checkpoint))
         check_tokenizer_record(adapter, tokenizer, PromptBuilder(tokenizer, "").answer_end_ids)
+        weights = next(model.parameters())
         with quiet_peft():
-            model = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
+            model = PeftModel.from_pretrained(model, str(adapter))
+        if weights.dtype == torch.float32:
+            model = model.merge_and_unload()
+        else:  # kept beside the low-precision weights (module docstring)
+            compute = AdapterCompute(model, weights.dtype, weights.device, config.adapter_compute)
         model.eval()
         value_head = load_value_head(Path(checkpoint), model.config.hidden_size, device)
         action_head = load_action_head(Path(checkpoint), model.config.hidden_size, device)  # action_head=standardized
         action_bias = load_action_bias(Path(checkpoint))  # the run's calibrated prior over action names, if any
     model = quantize_model(model, config.quantize)  # after the merge: int8 of the trained weights
     backend = HFBackend.from_model(
-        model, tokenizer, score_with_end=config.score_with_end, value_head=value_head, choice_head=action_head
+        model,
+        tokenizer,
+        score_with_end=config.score_with_end,
+        value_head=value_head,
+        choice_head=action_head,
+        compute=compute,
     )
     return LMPolicy(
         backend, env, mode=config.action_mode, greedy=True, max_new_tokens=config.max_new_tokens, seed=config.seed,
