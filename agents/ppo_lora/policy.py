@@ -1,9 +1,11 @@
 """Playing a ``ppo_lora`` checkpoint: the adapter merged into float32 base weights, acting through the LM runtime's
 :class:`~llm_gym.lm.policy.LMPolicy`, so playing costs no more than the base model. On bfloat16 or float16 weights
 the adapter stays beside them, run as training ran it (:class:`~llm_gym.lm.adapter_compute.AdapterCompute`): their
-8-bit (or 11-bit) mantissa would round away much of a LoRA delta that is small against the weight (a tic-tac-toe
-checkpoint lost 0.9 points of its exact loss rate merged in bfloat16). (The live adapter acts during training through
-:mod:`llm_gym.agents.ppo_lora.acting`.)
+8-bit (or 11-bit) mantissa would round away much of a LoRA delta that is small against the weight. Either way a
+bfloat16 forward is not training's to the bit, and a greedy policy with near-ties can pick other moves at a few
+positions (issue 87's notes: two tic-tac-toe checkpoints' exact loss rates moved by up to 0.6 points between the
+training evaluation and bfloat16 play, merged or not); float32 play is the faithful reference. (The live adapter acts
+during training through :mod:`llm_gym.agents.ppo_lora.acting`.)
 
 A run trained with ``--env-arg history=K`` acted on the episode's last K turns; its checkpoint plays the same way
 (the policy asks ``play`` for envs with ``history=K`` through ``LMPolicy.env_kwargs``) unless the env given says
