@@ -3,7 +3,7 @@
 the adapter stays beside them, run as training ran it (:class:`~llm_gym.lm.adapter_compute.AdapterCompute`): their
 8-bit (or 11-bit) mantissa would round away much of a LoRA delta that is small against the weight. Either way a
 bfloat16 forward is not training's to the bit, and a greedy policy with near-ties can pick other moves at a few
-positions (issue 87's notes: two tic-tac-toe checkpoints' exact loss rates moved by up to 0.6 points between the
+positions (issue 87's notes: two tic-tac-toe checkpoints' exact loss rates moved by up to 0.9 points between the
 training evaluation and bfloat16 play, merged or not); float32 play is the faithful reference. (The live adapter acts
 during training through :mod:`llm_gym.agents.ppo_lora.acting`.)
 
