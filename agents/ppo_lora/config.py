@@ -89,8 +89,9 @@ class PPOLoRAConfig(LoRAConfig, PPOConfig, ScheduleConfig):
     """exact: how the update weighs its positions. positions: all alike (each position's own improvement step, policy
     mirror descent as over a table: a position the policy rarely meets, where a policy stuck at a local optimum must
     change, moves as much as any); visits: by how often the policy meets each (the policy gradient's weights). The
-    advantages are in return units (not normalised), so target_temperature sets the step: the presets use
-    (0.25 kuhn-poker-exact, 0.1 tic-tac-toe-exact). Every minibatch of every epoch is used (max_minibatches does not apply)."""
+    advantages are in return units (not normalised), so target_temperature sets the step: the presets use 0.25
+    (kuhn-poker-exact) and 0.1 (tic-tac-toe-exact). Every minibatch of every epoch is used (max_minibatches does not
+    apply)."""
     exact_focus_epochs: int = training_only(0)
     """exact: after the update_epochs passes over every position, this many more over the positions the greedy policy
     reaches (the asked policy's most likely action at each of its positions, against every chance outcome and opponent
