@@ -28,17 +28,11 @@ from pathlib import Path
 
 import torch
 from lm_args import lm_parser, parse_lm_args
+from tic_tac_toe_sample import ENV, exact_model, spread_positions
 
-from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.acting import act, strategy_for
-from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
 from llm_gym.agents.ppo_lora.exact_update import ask_order
-from llm_gym.agents.ppo_lora.model import ActorCritic
-from llm_gym.agents.ppo_lora.rollout import cache_common_rules
 from llm_gym.bench.machine import timing_machine
-from llm_gym.training.position_tree import PositionTree
-
-ENV = "OpenSpiel-tic_tac_toe-v0"
 
 
 def differences(probs: list[torch.Tensor], reference: list[torch.Tensor]) -> dict[str, float]:
@@ -48,10 +42,7 @@ def differences(probs: list[torch.Tensor], reference: list[torch.Tensor]) -> dic
 
 def float32_probs(args, asked, batches) -> list[torch.Tensor]:  # noqa: ANN001
     """The same positions' choice probabilities from the model in float32, rows alone."""
-    config = PPOLoRAConfig(model=args.model, dtype="float32", trainable_layers=args.trainable_layers,
-                           advantage="exact", frozen_cache_mb=0, progress=False)  # fmt: skip
-    ac = ActorCritic(config, asked[0][1]["instructions"])
-    cache_common_rules(ac, [info for _, info in asked])
+    config, ac = exact_model(args, asked, "float32")
     probs: list[torch.Tensor] = []
     with torch.no_grad():
         for batch in batches:
@@ -70,13 +61,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parse_lm_args(parser)
     load_before = os.getloadavg()[0]
-    tree = PositionTree(EnvConfig(ENV))
-    choosing = [(o, i) for o, i in tree.positions if len(i["legal_actions"]) > 1]
-    spread = choosing[:: max(1, len(choosing) // args.positions)][: args.positions]
-    config = PPOLoRAConfig(model=args.model, dtype=args.dtype, trainable_layers=args.trainable_layers,
-                           advantage="exact", frozen_cache_mb=0, progress=False)  # fmt: skip
-    ac = ActorCritic(config, spread[0][1]["instructions"])
-    cache_common_rules(ac, [info for _, info in spread])
+    spread = spread_positions(args.positions)
+    config, ac = exact_model(args, spread, args.dtype)
     order = ask_order(ac, [o for o, _ in spread], [i for _, i in spread])
     asked = [spread[k] for k in order]
     strategy = strategy_for(config)

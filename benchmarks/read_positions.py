@@ -26,18 +26,12 @@ from pathlib import Path
 
 import torch
 from lm_args import lm_parser, parse_lm_args
+from tic_tac_toe_sample import ENV, exact_model, spread_positions
 
-from llm_gym.agent import EnvConfig
 from llm_gym.agents.ppo_lora.acting import act, strategy_for
-from llm_gym.agents.ppo_lora.config import PPOLoRAConfig
-from llm_gym.agents.ppo_lora.model import ActorCritic
-from llm_gym.agents.ppo_lora.rollout import cache_common_rules
 from llm_gym.agents.ppo_lora.strategies import choice_logprobs
 from llm_gym.agents.ppo_lora.update import stored_batch
 from llm_gym.bench.machine import timing_machine
-from llm_gym.training.position_tree import PositionTree
-
-ENV = "OpenSpiel-tic_tac_toe-v0"
 
 
 def main() -> None:
@@ -49,15 +43,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parse_lm_args(parser)
     load_before = os.getloadavg()[0]
-    tree = PositionTree(EnvConfig(ENV))
-    choosing = [(o, i) for o, i in tree.positions if len(i["legal_actions"]) > 1]
-    spread = choosing[:: max(1, len(choosing) // args.positions)][: args.positions]
-    config = PPOLoRAConfig(model=args.model, dtype=args.dtype, trainable_layers=args.trainable_layers,
-                           advantage="exact", frozen_cache_mb=0, progress=False)  # fmt: skip
-    ac = ActorCritic(config, spread[0][1]["instructions"])
+    spread = spread_positions(args.positions)
+    config, ac = exact_model(args, spread, args.dtype)
     if not ac.split.reads_fewer:
         raise SystemExit(f"{args.model}'s last layer is not of the shape llm_gym/lm/read_positions.py needs")
-    cache_common_rules(ac, [info for _, info in spread])
     flat: dict[str, list] = {key: [] for key in ("prompts", "uses_prefix", "continuations", "hidden")}
     with torch.no_grad():
         for lo in range(0, len(spread), args.batch_size):
