@@ -98,11 +98,6 @@ class PPOLoRAConfig(LoRAConfig, PPOConfig, ScheduleConfig):
     reply): where the greedy evaluation is decided, on tic-tac-toe a few hundred of the 13,306. A pass teaches a position
     little about the next one, so an update learns a position mostly by seeing it again: these passes spend that
     where the policy plays. 0 (the default) trains every position alike."""
-    exact_focus_target: Literal["policy", "greedy"] = training_only("policy")
-    """exact, exact_focus_epochs: the advantages of the focus passes' targets. policy: the asked policy's own (as in
-    the pass over every position). greedy: those of its greedy version (each move followed by the most likely move
-    everywhere after), so that the focus passes take a policy-iteration step on the policy the exact evaluation
-    measures: a move that the still-random policy spoils later but greedy play wins with is pulled up."""
     group_size: int = training_only(8)
     """group, step_group: episodes per group (num_envs must be a multiple of it)."""
     group_scale: bool = training_only(False)

@@ -53,9 +53,6 @@ class TreeRollout(Rollout):
     focus: list[int] = field(default_factory=list)
     """The asked positions (their index in ``asked``) that the asked policy's greedy version reaches
     (``exact_focus_epochs`` trains them again)."""
-    focus_targets: dict[int, torch.Tensor] = field(default_factory=dict)
-    """Per focus position (its index in ``asked``), the improved distribution the focus passes train it towards:
-    ``targets``' own or, with ``exact_focus_target=greedy``, the one from its greedy version's advantages."""
 
     @property
     def size(self) -> int:
@@ -84,24 +81,14 @@ def collect_tree(actor: RolloutActor, tree: PositionTree, config: PPOLoRAConfig,
     rollout.start_return = values.start_return
     weights = values.visits[rollout.asked] if config.exact_weights == "visits" else np.ones(len(rollout.asked))
     rollout.weights = torch.from_numpy(weights * len(weights) / weights.sum()).float()
+    if config.exact_focus_epochs:
+        reached = set(greedy_positions(tree, probs))
+        rollout.focus = [k for k, i in enumerate(rollout.asked) if i in reached]
     rollout.targets = [
         improved_distribution(torch.from_numpy(probs[i]), torch.from_numpy(values.advantages[i]),
                               config.target_temperature)
         for i in rollout.asked
     ]  # fmt: skip
-    if config.exact_focus_epochs:
-        greedy = greedy_probs(probs)
-        reached = set(np.flatnonzero(tree.visits(greedy) > 0).tolist())
-        rollout.focus = [k for k, i in enumerate(rollout.asked) if i in reached]
-        rollout.focus_targets = {k: rollout.targets[k] for k in rollout.focus}
-        if config.exact_focus_target == "greedy":
-            # Every asked position's greedy move is known, so the greedy policy's values are exact too.
-            advantages = tree.action_values(greedy).advantages
-            rollout.focus_targets = {
-                k: improved_distribution(torch.from_numpy(probs[rollout.asked[k]]),
-                                         torch.from_numpy(advantages[rollout.asked[k]]), config.target_temperature)
-                for k in rollout.focus
-            }  # fmt: skip
     return rollout
 
 
@@ -116,9 +103,11 @@ def ask_order(ac: ActorCritic, observations: list[Any], infos: list[dict[str, An
     return sorted(asked, key=lambda i: shape[i])
 
 
-def greedy_probs(probs: list[np.ndarray]) -> list[np.ndarray]:
-    """The policy that plays each position's most likely action (``probs``' first largest, as ``act`` picks)."""
-    return [np.eye(len(p))[int(np.argmax(p))] for p in probs]
+def greedy_positions(tree: PositionTree, probs: list[np.ndarray]) -> list[int]:
+    """The positions that the policy playing its most likely action (``probs``' first largest, as ``act`` picks)
+    reaches against every chance outcome and opponent reply."""
+    greedy = [np.eye(len(p))[int(np.argmax(p))] for p in probs]
+    return np.flatnonzero(tree.visits(greedy) > 0).tolist()
 
 
 def exact_update(
@@ -137,11 +126,8 @@ def exact_update(
     steps = 0
     ac.model.train()
     try:
-        every = dict(enumerate(rollout.targets))
-        passes = [(list(range(samples)), every)] * config.update_epochs + [
-            (rollout.focus, rollout.focus_targets)
-        ] * config.exact_focus_epochs
-        for positions, targets in passes:
+        passes = [list(range(samples))] * config.update_epochs + [rollout.focus] * config.exact_focus_epochs
+        for positions in passes:
             order = [positions[i] for i in torch.randperm(len(positions), generator=generator).tolist()]
             for lo in range(0, len(order), config.minibatch_size):
                 index = order[lo : lo + config.minibatch_size]
@@ -150,7 +136,7 @@ def exact_update(
                 logp = choice_logprobs(out, batch, len(index))
                 target, old = (torch.zeros_like(logp) for _ in range(2))
                 for row, i in enumerate(index):
-                    target[row, : len(targets[i])] = targets[i].to(logp.dtype)
+                    target[row, : len(rollout.targets[i])] = rollout.targets[i].to(logp.dtype)
                     old[row, : len(flat["probs"][i])] = flat["probs"][i].to(logp.dtype)
                 finite = torch.where(torch.isfinite(logp), logp, torch.zeros_like(logp))
                 weight = rollout.weights[index].to(logp.device, logp.dtype)

@@ -18,7 +18,6 @@ from llm_gym.agents.ppo_lora.model import ActorCritic
 from llm_gym.agents.ppo_lora.rollout import RolloutActor
 from llm_gym.agents.ppo_lora.testing import resume_as_if_killed, tiny_config, train
 from llm_gym.errors import ConfigError
-from llm_gym.rl.ppo import improved_distribution
 from llm_gym.training.curves import read_events
 from llm_gym.training.exact import evaluate_exact
 from llm_gym.training.position_tree import PositionTree
@@ -102,35 +101,6 @@ def test_the_focus_is_what_the_greedy_evaluation_asks_and_is_trained_again(tmp_p
     # One pass of 12 positions in minibatches of 8, then two of the focus.
     assert metrics["optimizer_steps"] == 2 + 2 * -(-len(rollout.focus) // 8)
     assert metrics["focus_positions"] == len(rollout.focus)
-
-
-def test_greedy_focus_targets_are_the_greedy_policy_s_improvement_step(model: Path) -> None:
-    config = _exact(model, exact_focus_epochs=1, exact_focus_target="greedy", target_temperature=0.5)
-    env = EnvConfig(KUHN)
-    tree = PositionTree(env)
-    ac = ActorCritic(config, tree.positions[0][1]["instructions"])
-    actor = RolloutActor(ac, strategy_for(config), torch.Generator().manual_seed(0), False, None)
-    rollout = collect_tree(actor, tree, config, KUHN)
-    probs = [np.empty(0)] * len(tree)
-    for i, row in zip(rollout.asked, (p for d in rollout.decisions for p in d.probs), strict=True):
-        probs[i] = row.double().numpy()
-    greedy = [np.eye(len(p))[int(np.argmax(p))] for p in probs]
-    start, visits = tree.action_values(greedy).start_return, tree.visits(greedy)
-    differs = 0
-    for k in rollout.focus:
-        i = rollout.asked[k]
-        # By hand: the greedy policy with move a at position i alone gains visits(i) * A(i, a) from the start.
-        advantages = []
-        for a in range(len(probs[i])):
-            switched = list(greedy)
-            switched[i] = np.eye(len(probs[i]))[a]
-            advantages.append((tree.action_values(switched).start_return - start) / visits[i])
-        expected = improved_distribution(torch.from_numpy(probs[i]), torch.tensor(advantages), 0.5)
-        torch.testing.assert_close(rollout.focus_targets[k], expected, atol=1e-5, rtol=0)
-        differs += not torch.allclose(rollout.focus_targets[k].log(), rollout.targets[k].log(), atol=1e-2)
-    assert rollout.focus and differs  # the asked policy's own advantages are not its greedy version's
-    policy_rollout = collect_tree(actor, tree, _exact(model, exact_focus_epochs=1), KUHN)
-    assert policy_rollout.focus_targets == {k: policy_rollout.targets[k] for k in policy_rollout.focus}
 
 
 def test_an_exact_run_raises_its_exact_return_and_counts_a_step_per_position(tmp_path: Path, model: Path) -> None:
