@@ -38,10 +38,9 @@ from llm_gym.runs import played_history
 
 def checkpoint_policy(config: PPOLoRAConfig, env: EnvConfig, checkpoint: Path | None) -> LMPolicy:
     """Greedy actions of a checkpoint's adapter merged into the base model (kept beside it on bfloat16 or float16
-    weights; or of the base model without one),
-    with the merged decoder's Linear layers int8 where ``config.quantize`` says so. With the checkpoint's value
-    head, the policy reports a value estimate per score-mode decision (``act_with_details``, shown in the bench's
-    trajectory viewer)."""
+    weights; or of the base model without one), with the merged decoder's Linear layers int8 where
+    ``config.quantize`` says so. With the checkpoint's value head, the policy reports a value estimate per score-mode
+    decision (``act_with_details``, shown in the bench's trajectory viewer)."""
     configure_threads(config.threads)
     device = "cpu" if config.quantize == "int8" and config.device == "auto" else resolve_device(config.device)
     check_quantize(config.quantize, device=device, dtype=config.dtype)  # before the load: fail in no time
